@@ -1,0 +1,32 @@
+"""archiver: archive whole websites to WARC, browse them offline, search them, extend them.
+
+The public API for plugin authors is re-exported here.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
+    ArchiveError,
+    ArchiverError,
+    ConfigError,
+    FetchError,
+    UsageError,
+)
+from .hookspecs import hookimpl  # noqa: E402
+from .model import Crawl, Link, LinkKind, Page  # noqa: E402
+
+__all__ = [
+    "ArchiveError",
+    "ArchiverError",
+    "ConfigError",
+    "Crawl",
+    "FetchError",
+    "Link",
+    "LinkKind",
+    "Page",
+    "UsageError",
+    "__version__",
+    "hookimpl",
+]

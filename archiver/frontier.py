@@ -1,0 +1,118 @@
+"""The frontier: the set of URLs ever seen and the queue of those still to fetch.
+
+Every frontier (in memory, SQLite in the archive, Redis shared by many processes)
+speaks the small `Frontier` protocol, so the crawler does not care which one it has.
+Termination is the frontier's job: `get()` returns None only when nothing is queued
+and nothing is in flight anywhere, which is the one condition that ends a crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .model import LinkKind
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One URL waiting in the frontier, with what the crawler needs to handle it."""
+
+    url: str
+    depth: int = 0
+    redirects_left: int = 10
+    referrer: str | None = None
+    kind: LinkKind = LinkKind.PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    queued: int = 0
+    in_flight: int = 0
+    done: int = 0
+    failed: int = 0
+    seen: int = 0
+
+
+class Frontier(Protocol):
+    """What the crawler needs from a frontier; `key` is the canonical form of `item.url`."""
+
+    async def open(self) -> None:
+        """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
+
+    async def close(self) -> None:
+        """Save and release resources; must be safe to call after a failed `open`."""
+
+    async def add(self, entries: Sequence[tuple[str, Item]]) -> list[bool]:
+        """Queue each item whose key was never seen; True where it was new."""
+
+    async def get(self) -> Item | None:
+        """The next item (now in flight), waiting while others are in flight; None when all is done."""
+
+    async def done(self, item: Item, *, failed: bool = False) -> None:
+        """`item` is finished: its outcome is recorded and it is no longer in flight."""
+
+    async def counts(self) -> Counts:
+        """Current totals, for progress and status."""
+
+
+class MemoryFrontier:
+    """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._queue: collections.deque[Item] = collections.deque()
+        self._in_flight = 0
+        self._done = 0
+        self._failed = 0
+        self._changed = asyncio.Condition()
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def add(self, entries: Sequence[tuple[str, Item]]) -> list[bool]:
+        added = []
+        for key, item in entries:
+            new = key not in self._seen
+            if new:
+                self._seen.add(key)
+                self._queue.append(item)
+            added.append(new)
+        if any(added):
+            async with self._changed:
+                self._changed.notify_all()
+        return added
+
+    async def get(self) -> Item | None:
+        async with self._changed:
+            while not self._queue:
+                if self._in_flight == 0:
+                    self._changed.notify_all()
+                    return None
+                await self._changed.wait()
+            self._in_flight += 1
+            return self._queue.popleft()
+
+    async def done(self, item: Item, *, failed: bool = False) -> None:
+        async with self._changed:
+            self._in_flight -= 1
+            if failed:
+                self._failed += 1
+            else:
+                self._done += 1
+            self._changed.notify_all()
+
+    async def counts(self) -> Counts:
+        return Counts(
+            queued=len(self._queue),
+            in_flight=self._in_flight,
+            done=self._done,
+            failed=self._failed,
+            seen=len(self._seen),
+        )

@@ -1,0 +1,140 @@
+"""The hooks a plugin may implement: this module is their reference documentation.
+
+Rules every hook follows:
+
+* Hooks are called with keyword arguments only, so an implementation may accept any
+  subset of a hook's arguments, and later versions may add arguments without breaking it.
+* Notification hooks (`crawl_started`, `page_fetched`, `fetch_failed`, `crawl_finished`)
+  may be ``async def``; the core awaits what they return.  Question hooks
+  (`accept_url`, `extract_links`, `prepare_request`, `configure`, `register_commands`)
+  must be plain functions: pluggy would take an un-awaited coroutine for an answer.
+* Blocking or CPU-heavy work (file writes, compression, indexing) must leave the event
+  loop (a thread or a process) through a bounded queue, so a slow plugin slows the crawl
+  instead of growing memory.
+* An exception raised by a hook stops the crawl cleanly (the archive stays resumable);
+  problems with one page's content (broken HTML) are the plugin's to handle.
+* pluggy calls the most recently registered implementation first; never depend on the
+  order of other plugins, use ``tryfirst``/``trylast`` where order matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from .config import Config
+    from .errors import FetchError
+    from .model import Crawl, Link, Page
+
+PROJECT_NAME = "archiver"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``archiver`` command line.
+
+    Called once when the CLI starts, before any configuration is read.  `cli` is the
+    top-level ``click.Group``; decorate functions with ``@cli.command()`` to add
+    commands (``search``, ``serve`` and ``export`` arrive this way).
+    """
+
+
+@hookspec
+def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    """Validate this plugin's settings and set up per-run objects.
+
+    Called once after the configuration is loaded and disabled plugins are blocked,
+    before a crawl starts.  `config` is the effective, frozen configuration; read your
+    own table with ``config.plugin("NAME")``.  `pm` is the plugin manager: a plugin
+    may ``pm.register()`` an object holding per-run state (as pytest's junitxml does).
+    Raise ``archiver.ConfigError`` naming the key for a bad value or unknown key.
+    """
+
+
+@hookspec
+def crawl_started(crawl: Crawl) -> None:
+    """The crawl is about to fetch its first URL (also on a resumed crawl).
+
+    Called once, inside the running event loop.  `crawl` carries the configuration,
+    the archive folder, the root URLs, the counters, and ``crawl.resumed``.  Open files
+    and start writers here.  May be ``async def``.
+    """
+
+
+@hookspec(firstresult=True)
+def accept_url(url: str, referrer: str | None, crawl: Crawl) -> bool | None:
+    """Decide whether a candidate URL joins the frontier.
+
+    Called for each candidate (root, link or redirect target) that passed the core's own
+    scope, limit and already-seen checks.  `url` is absolute without fragment; `referrer`
+    is the page that linked it (None for roots).  Return ``False`` to drop it, ``True``
+    to keep it, ``None`` for no opinion; the first non-None answer wins.  Must be sync.
+    """
+
+
+@hookspec
+def prepare_request(url: str, headers: MutableMapping[str, str], crawl: Crawl) -> None:
+    """Adjust the request headers just before `url` is fetched.
+
+    Called before every fetch attempt with the header mapping that will be sent
+    (User-Agent, Accept, Accept-Encoding, ...); change it in place.  Must be sync.
+    """
+
+
+@hookspec
+def extract_links(page: Page, crawl: Crawl) -> Iterable[Link | str] | None:
+    """Return the links found in a fetched page.
+
+    Called for every page that is not a redirect, whatever its status, once
+    `page_fetched` has run.  Return absolute URLs: plain strings count as
+    navigational links, ``Link`` records carry their kind (page, requisite, import), which
+    decides how far they are followed.  Results of all plugins are merged; the core
+    drops fragments, canonicalizes, deduplicates and applies the scope.  Must be sync
+    (it is CPU work; keep it fast or bounded).
+    """
+
+
+@hookspec
+def page_fetched(page: Page, crawl: Crawl) -> None:
+    """One HTTP exchange completed, whatever its status (3xx, 4xx and 5xx included).
+
+    `page` is the frozen record of the exchange (see ``archiver.Page``).  The URL is
+    marked done in the frontier only after every implementation returned, so a writer
+    that must not lose the page awaits its own flush before returning.  May be
+    ``async def``.
+    """
+
+
+@hookspec
+def fetch_failed(url: str, error: FetchError, crawl: Crawl) -> None:
+    """A URL gave no HTTP response after all its tries, or was refused by a limit.
+
+    `error` is an ``archiver.FetchError`` with `kind` (``'timeout'``, ``'network'``,
+    ``'dns'``, ``'limit'``, ...), `message` and `attempts`.  May be ``async def``.
+    """
+
+
+@hookspec
+def crawl_finished(crawl: Crawl) -> None:
+    """The crawl ended: the frontier is exhausted, a limit was hit, or it was interrupted.
+
+    Called exactly once, also after errors and Ctrl-C (``crawl.interrupted`` says so),
+    with ``crawl.finished_at`` set.  Flush, commit and close here.  May be ``async def``.
+    """
+
+
+@hookspec
+def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
+    """Contribute lines to ``archiver status ARCHIVE``.
+
+    `archive` is the archive folder (a ``pathlib.Path``).  Return ``(label, value)``
+    pairs, e.g. ``[("index lag", 12)]``, or None.  Must be sync and cheap.
+    """

@@ -1,0 +1,136 @@
+"""Builds the plugin manager and the typed facade the core calls hooks through.
+
+The core never calls ``pm.hook.*`` directly: `Hooks` is the one place that knows which
+hooks may be async and awaits them, so that rule is not scattered over call sites.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import os
+from collections.abc import Iterable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import ConfigError
+from .model import Link, LinkKind
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .errors import FetchError
+    from .model import Crawl, Page
+
+ENTRY_POINT_GROUP = "archiver"
+AUTOLOAD_OFF_VARIABLE = "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD"
+
+
+def make_plugin_manager(
+    *,
+    autoload: bool = True,
+    plugins: Iterable[object] = (),
+    disabled: Iterable[str] = (),
+    modules: Iterable[str] = (),
+) -> pluggy.PluginManager:
+    """A manager with every hook declared and the chosen plugins registered.
+
+    `autoload` loads the entry points of group ``archiver`` (bundled and third-party
+    plugins alike) unless ``ARCHIVER_DISABLE_PLUGIN_AUTOLOAD`` is set.  `disabled`
+    names entry points to block; `modules` are extra dotted module names to register
+    (``--plugin``); `plugins` are objects registered as they are (tests use this).
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    known = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    for name in disabled:
+        if autoload and name not in known and name not in modules:
+            raise ConfigError(
+                f"cannot disable plugin {name!r}: no such plugin (installed: {', '.join(sorted(known)) or 'none'})"
+            )
+        pm.set_blocked(name)
+    if autoload and not os.environ.get(AUTOLOAD_OFF_VARIABLE):
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    for module_name in modules:
+        if pm.is_blocked(module_name) or pm.has_plugin(module_name):
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(f"cannot load plugin {module_name!r}: {exc}") from exc
+        pm.register(module, name=module_name)
+    for plugin in plugins:
+        pm.register(plugin)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(f"invalid plugin: {exc}") from exc
+    return pm
+
+
+def plugin_versions(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
+    """(name, version, hooks) for every registered plugin, for ``archiver plugins``."""
+    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    rows = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:
+            continue
+        dist = dists.get(id(plugin))
+        version = dist.version if dist is not None else ""
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
+        rows.append((name, version, hooks))
+    return sorted(rows)
+
+
+async def _await_all(results: Iterable[Any]) -> None:
+    for result in results:
+        if inspect.isawaitable(result):
+            await result
+
+
+class Hooks:
+    """Typed calls into the plugins; async notification results are awaited in order."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+        self._hook = pm.hook
+
+    def configure(self, config: Config) -> None:
+        self._hook.configure(config=config, pm=self.pm)
+
+    async def crawl_started(self, crawl: Crawl) -> None:
+        await _await_all(self._hook.crawl_started(crawl=crawl))
+
+    def accept_url(self, url: str, referrer: str | None, crawl: Crawl) -> bool | None:
+        answer = self._hook.accept_url(url=url, referrer=referrer, crawl=crawl)
+        if answer is None:
+            return None
+        return bool(answer)
+
+    def prepare_request(self, url: str, headers: MutableMapping[str, str], crawl: Crawl) -> None:
+        self._hook.prepare_request(url=url, headers=headers, crawl=crawl)
+
+    def extract_links(self, page: Page, crawl: Crawl) -> Iterator[Link]:
+        for found in self._hook.extract_links(page=page, crawl=crawl):
+            if not found:
+                continue
+            for item in found:
+                yield item if isinstance(item, Link) else Link(str(item), LinkKind.PAGE)
+
+    async def page_fetched(self, page: Page, crawl: Crawl) -> None:
+        await _await_all(self._hook.page_fetched(page=page, crawl=crawl))
+
+    async def fetch_failed(self, url: str, error: FetchError, crawl: Crawl) -> None:
+        await _await_all(self._hook.fetch_failed(url=url, error=error, crawl=crawl))
+
+    async def crawl_finished(self, crawl: Crawl) -> None:
+        await _await_all(self._hook.crawl_finished(crawl=crawl))
+
+    def archive_status(self, archive: Any) -> list[tuple[str, Any]]:
+        lines: list[tuple[str, Any]] = []
+        for contributed in self._hook.archive_status(archive=archive):
+            if contributed:
+                lines.extend(contributed)
+        return lines

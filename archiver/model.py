@@ -1,0 +1,155 @@
+"""Records that flow through the hooks: one HTTP exchange (`Page`), one link, one crawl run.
+
+They hold no I/O and no aiohttp objects, so a plugin can be tested by building them by hand.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.message import Message
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Config
+
+Headers = tuple[tuple[str, str], ...]
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+XML_TYPES = frozenset({"application/xml", "text/xml", "application/rss+xml", "application/atom+xml"})
+
+
+class LinkKind(enum.StrEnum):
+    """Why a URL was linked, which decides how far the crawl follows it."""
+
+    PAGE = "page"
+    """A navigational link (`a`, `area`, `iframe`, `meta refresh`, a sitemap entry): followed in scope."""
+
+    REQUISITE = "requisite"
+    """Something the page needs to look right offline (image, stylesheet, script, font, media):
+    fetched even from another host, but nothing is followed from it."""
+
+    IMPORT = "import"
+    """A stylesheet imported by a stylesheet: a requisite whose own imports are followed too."""
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link, already absolute (fragment may remain; the core drops it)."""
+
+    url: str
+    kind: LinkKind = LinkKind.PAGE
+
+
+@dataclass(frozen=True)
+class Page:
+    """One HTTP exchange exactly as it happened: what was asked, what came back, when, from where.
+
+    `body` is the entity body as it came on the wire, with its Content-Encoding intact and
+    chunked transfer coding removed: this is what a WARC stores.  `content` is that body
+    with the Content-Encoding undone (capped in size); parse this one.
+    """
+
+    url: str
+    status: int
+    reason: str = ""
+    http_version: str = "HTTP/1.1"
+    method: str = "GET"
+    request_headers: Headers = ()
+    headers: Headers = ()
+    body: bytes = b""
+    content: bytes = b""
+    encoding: str | None = None
+    """The charset used to decode `content` to text, and how it was chosen, e.g. ('utf-8')."""
+    encoding_source: str | None = None
+    """Where `encoding` came from: 'header', 'bom', 'meta', 'detected' or 'default'."""
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    elapsed: float = 0.0
+    peer: str | None = None
+    depth: int = 0
+    referrer: str | None = None
+    redirect_to: str | None = None
+    kind: LinkKind = LinkKind.PAGE
+    truncated: str | None = None
+    """Why the body is incomplete ('length' when max_body_size cut it, 'time', 'disconnect'),
+    else None; the WARC plugin writes it as WARC-Truncated."""
+    decode_error: str | None = None
+    """Why `content` could not be fully decoded (bomb cap, corrupt gzip), else None."""
+    request_target: str | None = None
+    """The URL exactly as written on the request line, when it differs from `url`."""
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """First response header called `name` (case-insensitive)."""
+        lowered = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lowered:
+                return value
+        return default
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a response header that may repeat (Set-Cookie, Link)."""
+        lowered = name.lower()
+        return [value for key, value in self.headers if key.lower() == lowered]
+
+    @cached_property
+    def _content_type_params(self) -> tuple[str, dict[str, str]]:
+        raw = self.header("Content-Type")
+        if not raw:
+            return "", {}
+        message = Message()
+        message["Content-Type"] = raw
+        params = {k.lower(): str(v) for k, v in message.get_params(failobj=[])[1:]}
+        mime = message.get_content_type() if "/" in raw.split(";")[0] else ""
+        return mime.lower(), params
+
+    @property
+    def content_type(self) -> str:
+        """Media type without parameters, lower-cased; '' when the header is missing or broken."""
+        return self._content_type_params[0]
+
+    @property
+    def declared_charset(self) -> str | None:
+        """The `charset=` parameter of Content-Type as sent, if any."""
+        return self._content_type_params[1].get("charset")
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.redirect_to is not None
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in HTML_TYPES
+
+    @cached_property
+    def text(self) -> str:
+        """`content` decoded with `encoding`; undecodable bytes become U+FFFD, never an error."""
+        return self.content.decode(self.encoding or "utf-8", errors="replace")
+
+
+@dataclass
+class Crawl:
+    """One run of the crawler, as plugins see it: its configuration, clock and counters.
+
+    Deliberately not the crawler itself: plugins get no queue and no session.
+    `stats` keys are stable strings ('pages', 'bytes', 'status_2xx', ...); a plugin
+    may add its own under its name ('warc.records').
+    """
+
+    config: Config
+    archive: Path
+    roots: tuple[str, ...]
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    finished_at: datetime | None = None
+    stats: collections.Counter[str] = field(default_factory=collections.Counter)
+    resumed: bool = False
+    interrupted: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
+
+    def plugin_config(self, name: str) -> Mapping[str, Any]:
+        return self.config.plugin(name)

@@ -1,0 +1,1 @@
+"""Bundled plugins, registered through the `archiver` entry-point group like any other."""
