@@ -19,7 +19,7 @@ Rules every hook follows:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -93,8 +93,8 @@ def prepare_request(url: str, headers: MutableMapping[str, str], crawl: Crawl) -
 def extract_links(page: Page, crawl: Crawl) -> Iterable[Link | str] | None:
     """Return the links found in a fetched page.
 
-    Called for every page that is not a redirect, whatever its status, once
-    `page_fetched` has run.  Return absolute URLs: plain strings count as
+    Called for every page that is not a redirect, whatever its status, before
+    `page_fetched` (which receives the merged result).  Return absolute URLs: plain strings count as
     navigational links, ``Link`` records carry their kind (page, requisite, import), which
     decides how far they are followed.  Results of all plugins are merged; the core
     drops fragments, canonicalizes, deduplicates and applies the scope.  Must be sync
@@ -103,10 +103,12 @@ def extract_links(page: Page, crawl: Crawl) -> Iterable[Link | str] | None:
 
 
 @hookspec
-def page_fetched(page: Page, crawl: Crawl) -> None:
+def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     """One HTTP exchange completed, whatever its status (3xx, 4xx and 5xx included).
 
-    `page` is the frozen record of the exchange (see ``archiver.Page``).  The URL is
+    `page` is the frozen record of the exchange (see ``archiver.Page``).  `links` is
+    what `extract_links` found in it (empty for redirects and unparsed types), before
+    scope rules: the outlinks a WARC metadata record or a link graph wants.  The URL is
     marked done in the frontier only after every implementation returned, so a writer
     that must not lose the page awaits its own flush before returning.  May be
     ``async def``.

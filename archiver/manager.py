@@ -10,7 +10,7 @@ import importlib
 import importlib.metadata
 import inspect
 import os
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -119,8 +119,8 @@ class Hooks:
             for item in found:
                 yield item if isinstance(item, Link) else Link(str(item), LinkKind.PAGE)
 
-    async def page_fetched(self, page: Page, crawl: Crawl) -> None:
-        await _await_all(self._hook.page_fetched(page=page, crawl=crawl))
+    async def page_fetched(self, page: Page, links: Sequence[Link], crawl: Crawl) -> None:
+        await _await_all(self._hook.page_fetched(page=page, links=links, crawl=crawl))
 
     async def fetch_failed(self, url: str, error: FetchError, crawl: Crawl) -> None:
         await _await_all(self._hook.fetch_failed(url=url, error=error, crawl=crawl))
