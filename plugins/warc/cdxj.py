@@ -1,0 +1,124 @@
+"""CDXJ index files: one sorted line per response/revisit record, beside each WARC file.
+
+The lines are the ones ``cdxj-indexer`` writes and pywb reads::
+
+    com,example)/a 20240101120000 {"url": "...", "mime": "text/html", "status": "200",
+    "digest": "sha1:...", "length": "1234", "offset": "0", "filename": "x.warc.gz"}
+
+The writer builds them from what it wrote (no second pass over the file);
+`index_warc` rebuilds them from a WARC file for archives that lack them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.timeutils import iso_date_to_timestamp
+
+from .capture import REVISIT_MIME, Capture, parse_status
+
+INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
+_MIME_END = re.compile(r"[;\s]")
+WARC_SUFFIXES = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
+
+
+def cdxj_path_for(warc_path: Path) -> Path:
+    """``NAME.warc.gz`` -> ``NAME.cdxj`` in the same folder."""
+    name = warc_path.name
+    for suffix in WARC_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return warc_path.with_name(name + ".cdxj")
+
+
+def clean_mime(value: str | None) -> str | None:
+    """Media type as CDXJ stores it: the Content-Type up to the first ';' or space."""
+    if not value:
+        return value
+    return _MIME_END.split(value, 1)[0].strip()
+
+
+def sort_lines(captures: Iterable[Capture]) -> list[str]:
+    return sorted(capture.to_cdxj() + "\n" for capture in captures)
+
+
+def write_cdxj(path: Path, captures: Iterable[Capture]) -> None:
+    """Write a sorted CDXJ file atomically (a reader never sees half of one)."""
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as handle:
+        handle.writelines(sort_lines(captures))
+        handle.flush()
+        os.fsync(handle.fileno())
+    partial.replace(path)
+
+
+def read_cdxj(path: Path) -> Iterator[Capture]:
+    """Captures of a CDXJ file, skipping blank lines and comment/header lines."""
+    with path.open("r", encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip() or line.startswith(("!", " ")):
+                continue
+            yield Capture.from_cdxj(line)
+
+
+def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
+    """Captures of every indexable record of a WARC file, in file order.
+
+    Stops quietly at a damaged tail (a file still being written ends mid-record);
+    `verify.verify_file` is the tool that reports damage.
+    """
+    name = filename if filename is not None else path.name
+    with path.open("rb") as handle:
+        iterator = ArchiveIterator(handle, no_record_parse=False)
+        try:
+            for record in iterator:
+                if record.rec_type not in INDEXED_TYPES:
+                    continue
+                content_type = record.rec_headers.get_header("Content-Type")
+                if record.rec_type in ("resource", "metadata") and content_type == "application/warc-fields":
+                    continue
+                capture = _capture(record, iterator, name)
+                if capture is not None:
+                    yield capture
+        except (ArchiveLoadFailed, EOFError, ValueError, OSError):
+            return
+        finally:
+            iterator.close()
+
+
+def _capture(record: object, iterator: ArchiveIterator, filename: str) -> Capture | None:
+    rec_headers = record.rec_headers  # type: ignore[attr-defined]
+    rec_type: str = record.rec_type  # type: ignore[attr-defined]
+    http_headers = record.http_headers  # type: ignore[attr-defined]
+    url = rec_headers.get_header("WARC-Target-URI")
+    date = rec_headers.get_header("WARC-Date")
+    if not url or not date:
+        return None
+    if rec_type == "revisit":
+        mime: str | None = REVISIT_MIME
+    elif rec_type == "response":
+        mime = clean_mime(http_headers.get_header("Content-Type") if http_headers else None)
+    else:
+        mime = clean_mime(rec_headers.get_header("Content-Type"))
+    status = None
+    if rec_type in ("response", "revisit") and http_headers:
+        status = parse_status(http_headers.get_statuscode())
+    digest = rec_headers.get_header("WARC-Payload-Digest")
+    offset = iterator.get_record_offset()
+    length = iterator.get_record_length()
+    return Capture(
+        url=url,
+        timestamp=iso_date_to_timestamp(date),
+        status=status,
+        mime=mime,
+        digest=digest,
+        length=length,
+        offset=offset,
+        filename=filename,
+    )

@@ -1,0 +1,289 @@
+"""Find and read archived responses: the API the export, the web UI and reindexing use.
+
+    archive = open_archive(Path("ARCHIVE"))
+    capture = archive.lookup("https://example.com/", timestamp="20240101000000")
+    if capture is not None:
+        response = archive.read(capture)
+        html = response.content()            # Content-Encoding undone, size-capped
+
+Look-ups go through the CDXJ files beside the WARC files (written when a WARC file is
+closed) and fall back to scanning any WARC file that has none, ``.open`` files of a
+crawl in progress included, so an archive whose crawl was killed is still readable.
+URLs are matched by SURT key, as pywb does: ``http://www.Example.com/a/`` finds
+``http://example.com/a``.  All methods are blocking; call them from a thread
+(``asyncio.to_thread``) inside an event loop.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from archiver.decode import decode_content
+from archiver.errors import ArchiveError
+
+from .capture import Capture, parse_status
+from .cdxj import cdxj_path_for, index_warc, read_cdxj
+from .surt import surt
+
+__all__ = ["Capture", "StoredResponse", "WarcArchive", "open_archive"]
+
+DEFAULT_CONTENT_CAP = 128 * 1024 * 1024
+_OPEN = ".open"
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """One archived HTTP response, as stored.
+
+    `payload` is the entity body exactly as the server sent it (Content-Encoding kept,
+    chunked transfer coding removed); `headers` are the response headers in their
+    original order, duplicates included.  For a revisit, `status` and `headers` are the
+    revisit's own and `payload` is the original's (found by payload digest);
+    `revisit_of` is then the original's capture.  `truncated` is the record's
+    WARC-Truncated value ('length', 'time', 'disconnect'), None for a whole body.
+    """
+
+    capture: Capture
+    url: str
+    status: int | None
+    reason: str
+    headers: list[tuple[str, str]]
+    payload: bytes
+    record_id: str
+    date: str
+    truncated: str | None = None
+    revisit_of: Capture | None = None
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """First header called `name` (case-insensitive)."""
+        lowered = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lowered:
+                return value
+        return default
+
+    @property
+    def content_type(self) -> str:
+        """Media type without parameters, lower-cased; '' when absent."""
+        return (self.header("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+    def content(self, max_size: int = DEFAULT_CONTENT_CAP) -> bytes:
+        """`payload` with its Content-Encoding undone, at most `max_size` bytes.
+
+        Raises ``ArchiveError`` when the decoded body would exceed `max_size`, the
+        encoding is unknown or the stored body is corrupt: a hostile archived body
+        cannot exhaust memory through the reader.
+        """
+        decoded = decode_content(self.payload, self.header("Content-Encoding"), max_size, max_ratio=2**62)
+        if decoded.error:
+            raise ArchiveError(f"{self.url}: {decoded.error}")
+        return decoded.content
+
+
+@dataclass
+class _FileIndex:
+    stamp: tuple[int, int, str]
+    captures: list[Capture]
+
+
+@dataclass
+class WarcArchive:
+    """The WARC files of one archive and their combined index.
+
+    The index is loaded on first use and reloaded by `refresh()` (files that did not
+    change are not read again), so a long-lived reader can follow a running crawl.
+    """
+
+    folder: Path
+    only: tuple[str, ...] = ()
+    _files: dict[str, _FileIndex] = field(default_factory=dict, repr=False)
+    _sorted: list[tuple[str, str, int]] | None = field(default=None, repr=False)
+    _all: list[Capture] = field(default_factory=list, repr=False)
+    _by_digest: dict[str, Capture] = field(default_factory=dict, repr=False)
+
+    # -- index ---------------------------------------------------------------
+
+    def warc_files(self) -> list[Path]:
+        """The WARC files, finished and in progress, sorted by name (= by time)."""
+        if self.only:
+            return [self.folder / name for name in self.only]
+        names = [
+            p
+            for p in self.folder.iterdir()
+            if p.is_file() and p.name.endswith((".warc.gz", ".warc", ".warc.gz.open", ".warc.open"))
+        ]
+        return sorted(names, key=lambda p: p.name)
+
+    def refresh(self) -> None:
+        """Re-read the index of every WARC file that changed since the last look."""
+        seen: dict[str, _FileIndex] = {}
+        for path in self.warc_files():
+            cdxj = cdxj_path_for(path)
+            use_cdxj = not path.name.endswith(_OPEN) and cdxj.is_file()
+            source = cdxj if use_cdxj else path
+            try:
+                stat = source.stat()
+            except FileNotFoundError:  # renamed from .open while we looked
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size, source.name)
+            known = self._files.get(path.name)
+            if known is not None and known.stamp == stamp:
+                seen[path.name] = known
+                continue
+            captures = list(read_cdxj(cdxj)) if use_cdxj else list(index_warc(path))
+            seen[path.name] = _FileIndex(stamp, captures)
+        self._files = seen
+        self._all = [c for index in seen.values() for c in index.captures]
+        self._sorted = sorted((c.urlkey, c.timestamp, position) for position, c in enumerate(self._all))
+        self._by_digest = {}
+        for capture in self._all:
+            if capture.digest and not capture.is_revisit:
+                self._by_digest.setdefault(capture.digest, capture)
+
+    def _index(self) -> list[tuple[str, str, int]]:
+        if self._sorted is None:
+            self.refresh()
+        assert self._sorted is not None
+        return self._sorted
+
+    def iter_captures(self) -> Iterator[Capture]:
+        """Every response and revisit record of the archive, file by file in file order."""
+        self._index()
+        for index in self._files.values():
+            yield from sorted(index.captures, key=lambda c: c.offset)
+
+    def captures(self, url: str) -> list[Capture]:
+        """Every capture of `url` (matched by SURT key), oldest first."""
+        entries = self._index()
+        key = surt(url)
+        start = bisect.bisect_left(entries, (key, "", -1))
+        found: list[Capture] = []
+        for entry_key, _timestamp, position in entries[start:]:
+            if entry_key != key:
+                break
+            found.append(self._all[position])
+        return found
+
+    def lookup(self, url: str, timestamp: str | None = None) -> Capture | None:
+        """The latest capture of `url`, or the one nearest to `timestamp` (14 digits).
+
+        Among equally near captures the later one wins.  None when `url` was never
+        captured.  Revisits are returned as they are; `read` resolves them.
+        """
+        found = self.captures(url)
+        if not found:
+            return None
+        if timestamp is None:
+            return found[-1]
+        wanted = _seconds(timestamp)
+        return min(reversed(found), key=lambda c: abs(_seconds(c.timestamp) - wanted))
+
+    # -- records -------------------------------------------------------------
+
+    def path_of(self, capture: Capture) -> Path:
+        """The file holding `capture`, also after its ``.open`` suffix was dropped."""
+        path = self.folder / capture.filename
+        if path.exists():
+            return path
+        if path.name.endswith(_OPEN):
+            closed = path.with_name(path.name[: -len(_OPEN)])
+            if closed.exists():
+                return closed
+        else:
+            still_open = path.with_name(path.name + _OPEN)
+            if still_open.exists():
+                return still_open
+        raise ArchiveError(f"WARC file not found: {path}")
+
+    def read(self, capture: Capture) -> StoredResponse:
+        """The stored response of `capture`; a revisit gets its original's payload."""
+        response = self._read_record(capture)
+        if not capture.is_revisit:
+            return response
+        original = self._original_of(capture)
+        if original is None:
+            raise ArchiveError(
+                f"{capture.url}: revisit of {capture.digest} whose original is not in the archive"
+            )
+        stored = self._read_record(original)
+        return StoredResponse(
+            capture=capture,
+            url=response.url,
+            status=response.status,
+            reason=response.reason,
+            headers=response.headers,
+            payload=stored.payload,
+            record_id=response.record_id,
+            date=response.date,
+            truncated=stored.truncated,
+            revisit_of=original,
+        )
+
+    def _original_of(self, capture: Capture) -> Capture | None:
+        self._index()
+        if capture.digest:
+            return self._by_digest.get(capture.digest)
+        return None
+
+    def _read_record(self, capture: Capture) -> StoredResponse:
+        path = self.path_of(capture)
+        with path.open("rb") as handle:
+            handle.seek(capture.offset)
+            data = handle.read(capture.length)
+        if len(data) != capture.length:
+            raise ArchiveError(f"{path.name}: record at offset {capture.offset} is cut off")
+        try:
+            iterator = ArchiveIterator(io.BytesIO(data))
+            record = next(iterator)
+            payload = record.raw_stream.read()
+            iterator.close()
+        except (ArchiveLoadFailed, StopIteration, EOFError, ValueError) as exc:
+            raise ArchiveError(f"{path.name}: no readable record at offset {capture.offset}: {exc}") from exc
+        http = record.http_headers
+        status = parse_status(http.get_statuscode()) if http else None
+        reason = http.statusline.split(" ", 1)[1] if http and " " in http.statusline else ""
+        headers = [(str(k), str(v)) for k, v in (http.headers if http else [])]
+        rec = record.rec_headers
+        return StoredResponse(
+            capture=capture,
+            url=rec.get_header("WARC-Target-URI") or capture.url,
+            status=status,
+            reason=reason,
+            headers=headers,
+            payload=payload if record.rec_type != "revisit" else b"",
+            record_id=rec.get_header("WARC-Record-ID") or "",
+            date=rec.get_header("WARC-Date") or "",
+            truncated=rec.get_header("WARC-Truncated"),
+        )
+
+
+def _seconds(timestamp: str) -> float:
+    digits = timestamp[:14] + "19700101000000"[len(timestamp[:14]) :]
+    try:
+        moment = datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise ArchiveError(f"not a 14-digit timestamp: {timestamp!r}") from exc
+    return moment.timestamp()
+
+
+def open_archive(path: Path | str) -> WarcArchive:
+    """Open the WARC files of an archive for look-ups.
+
+    `path` is an archive folder (its ``warc/`` subfolder is used), a folder of WARC
+    files, or one WARC file.  Raises ``ArchiveError`` when there is nothing to open.
+    """
+    path = Path(path)
+    if path.is_dir():
+        folder = path / "warc" if (path / "warc").is_dir() else path
+        return WarcArchive(folder)
+    if path.is_file():
+        return WarcArchive(path.parent, only=(path.name,))
+    raise ArchiveError(f"no archive at {path}")
