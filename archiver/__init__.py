@@ -7,15 +7,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from .errors import (
     ArchiveError,
     ArchiverError,
     ConfigError,
     FetchError,
     UsageError,
 )
-from .hookspecs import hookimpl  # noqa: E402
-from .model import Crawl, Link, LinkKind, Page  # noqa: E402
+from .hookspecs import hookimpl
+from .model import Crawl, Link, LinkKind, Page
 
 __all__ = [
     "ArchiveError",

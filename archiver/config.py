@@ -41,7 +41,7 @@ class Config:
     strict: bool = True
     requisites: bool = True
     user_agent: str = DEFAULT_USER_AGENT
-    frontier: str = "sqlite"
+    frontier: str = "memory"
     crawl_id: str = ""
     retry_backoff: float = 0.5
 
@@ -195,9 +195,7 @@ def _check_values(config: Config) -> None:
                 raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from exc
     frontier = config.frontier
     if frontier not in ("memory", "sqlite") and not frontier.startswith(("redis://", "rediss://")):
-        raise ConfigError(
-            f"frontier: expected 'memory', 'sqlite' or a redis:// URL, got {frontier!r}"
-        )
+        raise ConfigError(f"frontier: expected 'memory', 'sqlite' or a redis:// URL, got {frontier!r}")
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -12,9 +12,14 @@ import asyncio
 import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from .errors import ConfigError
 from .model import LinkKind
+
+if TYPE_CHECKING:
+    from .config import Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +121,10 @@ class MemoryFrontier:
             failed=self._failed,
             seen=len(self._seen),
         )
+
+
+def make_frontier(config: Config, archive: Path) -> Frontier:
+    """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
+    if config.frontier == "memory":
+        return MemoryFrontier()
+    raise ConfigError(f"frontier {config.frontier!r} is not available in this build")

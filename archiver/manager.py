@@ -47,9 +47,8 @@ def make_plugin_manager(
     known = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
     for name in disabled:
         if autoload and name not in known and name not in modules:
-            raise ConfigError(
-                f"cannot disable plugin {name!r}: no such plugin (installed: {', '.join(sorted(known)) or 'none'})"
-            )
+            installed = ", ".join(sorted(known)) or "none"
+            raise ConfigError(f"cannot disable plugin {name!r}: no such plugin (installed: {installed})")
         pm.set_blocked(name)
     if autoload and not os.environ.get(AUTOLOAD_OFF_VARIABLE):
         pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)

@@ -1,0 +1,74 @@
+"""The archive folder: created, checked and described before a crawl writes into it."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .errors import ArchiveError, ConfigError
+
+CONFIG_NAME = "crawl.toml"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def dump_toml(tables: dict[str, Any]) -> str:
+    """A small TOML writer for the config's own shape (tables of scalars and lists, nested once)."""
+    lines: list[str] = []
+
+    def emit(name: str, table: dict[str, Any]) -> None:
+        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        lines.append(f"[{name}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in scalars.items())
+        lines.append("")
+        for key, value in table.items():
+            if isinstance(value, dict):
+                emit(f"{name}.{key}", value)
+
+    for name, table in tables.items():
+        emit(name, table)
+    return "\n".join(lines)
+
+
+def prepare_archive(config: Config) -> Path:
+    """Create (or reopen) the output folder and save the effective configuration in it."""
+    if not config.output:
+        raise ConfigError("no output archive given (use -o ARCHIVE)")
+    archive = Path(config.output)
+    if archive.exists() and not archive.is_dir():
+        raise ArchiveError(f"output {archive} exists and is not a folder")
+    try:
+        archive.mkdir(parents=True, exist_ok=True)
+        probe = archive / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ArchiveError(f"cannot write to {archive}: {exc.strerror or exc}") from None
+    target = archive / CONFIG_NAME
+    tmp = target.with_suffix(".toml.tmp")
+    tmp.write_text(dump_toml(config.to_toml_dict()), encoding="utf-8")
+    os.replace(tmp, target)
+    return archive
+
+
+def saved_config(archive: Path) -> dict[str, Any]:
+    """The tables of the configuration a crawl saved in `archive`."""
+    path = archive / CONFIG_NAME
+    if not path.is_file():
+        raise ArchiveError(f"{archive} has no {CONFIG_NAME}: not an archive made by archiver crawl")
+    with path.open("rb") as handle:
+        return tomllib.load(handle)

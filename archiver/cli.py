@@ -1,0 +1,257 @@
+"""The `archiver` command line: `crawl` and `plugins` here, the rest from plugins.
+
+User mistakes (`ArchiverError`) become one line on stderr and an exit code; Ctrl-C
+becomes 130 (SIGTERM 143) after the crawl has flushed what it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .config import load_config
+from .crawllog import build_report
+from .errors import ArchiverError
+from .manager import Hooks, make_plugin_manager, plugin_versions
+from .model import Crawl
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger("archiver")
+
+
+def setup_logging(verbose: int, quiet: bool) -> None:
+    level = (
+        logging.ERROR
+        if quiet
+        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if level > logging.DEBUG:
+        logging.getLogger("asyncio").setLevel(logging.ERROR)
+
+
+def output_options(func: F) -> F:
+    """-v/-q/--json, shared by commands that print."""
+    func = click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")(func)
+    func = click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr; no progress bar.")(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON result.")(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="archiver")
+def cli() -> None:
+    """Archive whole websites to WARC, browse them offline and search them.
+
+    Start with `archiver crawl URL -o ARCHIVE`, then `archiver search ARCHIVE QUERY`.
+    Run `archiver COMMAND --help` for each command's options.
+    """
+
+
+@cli.command()
+@click.argument("urls", nargs=-1)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="ARCHIVE",
+    help="Archive folder to write (created if missing).",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="TOML config file (see config.example.toml).",
+)
+@click.option("--max-tasks", type=int, help="Concurrent workers (default 10).")
+@click.option("--max-redirect", type=int, help="Redirects followed per chain (default 10).")
+@click.option("--max-tries", type=int, help="Attempts per URL on network errors (default 4).")
+@click.option("--max-depth", type=int, help="Link distance from a root (default 50).")
+@click.option("--max-pages", type=int, help="Stop queueing after this many URLs (0 = no limit).")
+@click.option("--include", multiple=True, metavar="REGEX", help="Only follow URLs matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow URLs matching (repeatable).")
+@click.option(
+    "--strict/--lenient",
+    default=None,
+    help="Host matching: www. only (strict, default) or any subdomain.",
+)
+@click.option(
+    "--requisites/--no-requisites",
+    default=None,
+    help="Fetch images, CSS, scripts of pages even from other hosts (default on).",
+)
+@click.option("--user-agent", help="User-Agent header (default names archiver and a contact URL).")
+@click.option("--timeout", type=float, help="Seconds allowed for one whole response (default 120).")
+@click.option("--delay", type=float, help="Seconds between two requests to one host (default 0.25).")
+@click.option("--per-host-concurrency", type=int, help="Requests at once to one host (default 4).")
+@click.option("--ignore-robots", is_flag=True, default=None, help="Do not obey robots.txt.")
+@click.option("--frontier", help="Where the queue lives: sqlite (default), memory, or redis://HOST:PORT/DB.")
+@click.option("--crawl-id", help="Name of a crawl shared through a Redis frontier.")
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE",
+    help="Also load this plugin module (repeatable).",
+)
+@click.option(
+    "--disable-plugin",
+    "disabled",
+    multiple=True,
+    metavar="NAME",
+    help="Do not load this plugin (repeatable).",
+)
+@output_options
+def crawl(
+    urls: Sequence[str],
+    output: str | None,
+    config_file: Path | None,
+    plugins: Sequence[str],
+    disabled: Sequence[str],
+    verbose: int,
+    quiet: bool,
+    as_json: bool,
+    ignore_robots: bool | None,
+    **options: Any,
+) -> None:
+    """Crawl the site(s) at URLS into the archive folder ARCHIVE.
+
+    Follows links and redirects within the roots' hosts, fetches page requisites,
+    writes every HTTP exchange through the plugins (WARC files, full-text index), and
+    ends with a report (ARCHIVE/report.json, per-URL log in ARCHIVE/crawl-log.jsonl).
+    """
+    setup_logging(verbose, quiet or as_json)
+    overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
+    if urls:
+        overrides["roots"] = tuple(urls)
+    if output:
+        overrides["output"] = output
+    if ignore_robots:
+        overrides["robots"] = False
+    config = load_config(config_file, overrides)
+    if plugins or disabled:
+        config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
+    if not config.roots:
+        raise click.UsageError("give at least one URL to crawl (or roots in the config file)")
+    from .urls import clean_url
+
+    for root in config.roots:
+        if clean_url(root) is None:
+            raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
+    if config.robots is False and ignore_robots:
+        log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
+    pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
+    show_bar = not (quiet or as_json) and sys.stderr.isatty()
+    crawl_result = _run(config, pm, show_bar)
+    report = build_report(crawl_result)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    elif not quiet:
+        click.echo(human_summary(report), err=False)
+    if crawl_result.interrupted:
+        signum = crawl_result.extra.get("signal", signal.SIGINT)
+        if not quiet and not as_json:
+            click.echo(f"Interrupted: run the same command again to resume into {config.output}.", err=True)
+        sys.exit(128 + int(signum))
+
+
+def _run(config: Any, pm: Any, show_bar: bool) -> Crawl:
+    from .crawler import run_crawl
+
+    async def main() -> Crawl:
+        return await run_crawl(config, pm, install_signals=True, show_progress=show_bar)
+
+    try:
+        return asyncio.run(main())
+    except* ArchiverError as group:
+        raise group.exceptions[0] from None
+
+
+def human_summary(report: dict[str, Any]) -> str:
+    classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
+    lines = [
+        f"Crawled {report['pages']} pages ({report['bytes'] / 1e6:.1f} MB)"
+        f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
+        f" {report['failed']} failed, {report['redirects']} redirects.",
+        f"Status: {classes}.",
+    ]
+    if report["errors_by_kind"]:
+        lines.append("Errors: " + ", ".join(f"{k} {v}" for k, v in report["errors_by_kind"].items()) + ".")
+    if report["skipped_by_reason"]:
+        lines.append(
+            "Skipped: " + ", ".join(f"{k} {v}" for k, v in report["skipped_by_reason"].items()) + "."
+        )
+    lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
+    return "\n".join(lines)
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_plugins(as_json: bool) -> None:
+    """List the plugins loaded, with their versions and the hooks each implements."""
+    rows = plugin_versions(_startup_pm())
+    if as_json:
+        click.echo(json.dumps([{"name": n, "version": v, "hooks": h} for n, v, h in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no plugins loaded")
+    for name, version, hooks in rows:
+        click.echo(f"{name} {version}".rstrip() + ": " + ", ".join(hooks))
+
+
+_PM: Any = None
+
+
+def _startup_pm() -> Any:
+    global _PM
+    if _PM is None:
+        _PM = make_plugin_manager()
+    return _PM
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit code instead of exiting when called from tests."""
+    try:
+        pm = _startup_pm()
+    except ArchiverError as exc:
+        click.echo(f"archiver: error: {exc}", err=True)
+        return exc.exit_code
+    Hooks(pm)  # validates specs before commands are added
+    if not getattr(cli, "_plugin_commands_added", False):
+        pm.hook.register_commands(cli=cli)
+        cli._plugin_commands_added = True  # type: ignore[attr-defined]
+    try:
+        code = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="archiver",
+            standalone_mode=False,
+        )
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except ArchiverError as exc:
+        click.echo(f"archiver: error: {exc}", err=True)
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        return 130
+    return code if isinstance(code, int) else 0

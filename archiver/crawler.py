@@ -1,0 +1,374 @@
+"""The crawl loop: workers take URLs from the frontier, fetch them, and tell the plugins.
+
+The shape is the 500 Lines crawler's: a fixed pool of workers, each `get -> fetch ->
+done`, redirects followed by the crawler itself so that a chain reaching a URL already
+seen stops there (coalesced).  What is new is around it: the frontier may be on disk or
+shared, every exchange goes to the hooks, and stopping is graceful.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pluggy
+
+from .archive import prepare_archive
+from .config import Config
+from .crawllog import CrawlLog, UrlRecord, write_report
+from .errors import FetchError, SeedError
+from .fetcher import RETRYABLE_KINDS, default_headers, fetch, open_session
+from .frontier import Frontier, Item, make_frontier
+from .manager import Hooks
+from .model import Crawl, Link, LinkKind, Page
+from .politeness import HostLimiter
+from .urls import Scope, canonical_key, clean_url
+
+log = logging.getLogger(__name__)
+
+GRACE_SECONDS = 5.0
+_SKIP_LOG_MEMORY = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    page: Page | None
+    error: FetchError | None
+    tries: int
+
+
+class Crawler:
+    """Crawls `config.roots` into `archive`, calling the plugins through `hooks`."""
+
+    def __init__(self, config: Config, hooks: Hooks, frontier: Frontier, archive: Path) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.frontier = frontier
+        self.archive = archive
+        self.scope = Scope(config.roots, config.strict, config.include, config.exclude)
+        self.limiter = HostLimiter(config)
+        self.log = CrawlLog(archive)
+        self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
+        self.crawl.extra["frontier"] = frontier
+        self._added = 0
+        self._stopping = asyncio.Event()
+        self._busy: set[asyncio.Task[None]] = set()
+        self._skipped_logged: set[str] = set()
+        self._seed_failures = 0
+
+    # -- public -------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop taking new URLs; in-flight fetches get GRACE_SECONDS, then are cancelled."""
+        if not self._stopping.is_set():
+            log.warning("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
+            self.crawl.interrupted = True
+            self._stopping.set()
+
+    async def run(self) -> Crawl:
+        crawl = self.crawl
+        self.log.open()
+        await self.frontier.open()
+        counts = await self.frontier.counts()
+        self._added = counts.seen
+        crawl.resumed = counts.seen > 0
+        try:
+            async with open_session(self.config) as session:
+                self._session = session
+                await self.hooks.crawl_started(crawl)
+                await self._seed()
+                await self._run_workers()
+        finally:
+            crawl.finished_at = datetime.now(UTC)
+            crawl.extra["complete"] = not crawl.interrupted and await self._exhausted()
+            try:
+                await self.hooks.crawl_finished(crawl)
+            finally:
+                await self.frontier.close()
+                self.log.close()
+                write_report(crawl)
+        if self._seed_failures and crawl.stats["pages"] == 0:
+            raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
+        return crawl
+
+    # -- workers ------------------------------------------------------------------------
+
+    async def _run_workers(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
+            watcher = group.create_task(self._watch_stop(workers))
+            await asyncio.gather(*workers, return_exceptions=True)
+            watcher.cancel()
+
+    async def _watch_stop(self, workers: list[asyncio.Task[None]]) -> None:
+        await self._stopping.wait()
+        for task in workers:
+            if task not in self._busy:
+                task.cancel()
+        busy = [task for task in workers if task in self._busy]
+        if busy:
+            await asyncio.wait(busy, timeout=GRACE_SECONDS)
+        for task in workers:
+            task.cancel()
+
+    async def _work(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        while not self._stopping.is_set():
+            item = await self.frontier.get()
+            if item is None:
+                return
+            self._busy.add(task)
+            try:
+                failed = await self._process(item)
+            finally:
+                self._busy.discard(task)
+            await self.frontier.done(item, failed=failed)
+
+    async def _exhausted(self) -> bool:
+        counts = await self.frontier.counts()
+        return counts.queued == 0 and counts.in_flight == 0
+
+    # -- one URL ------------------------------------------------------------------------
+
+    async def _fetch_with_retries(self, item: Item) -> Outcome:
+        error: FetchError | None = None
+        for attempt in range(1, self.config.max_tries + 1):
+            headers = default_headers(self.config)
+            self.hooks.prepare_request(item.url, headers, self.crawl)
+            try:
+                async with self.limiter.slot(item.url):
+                    page = await fetch(self._session, item, headers, self.config)
+                return Outcome(page, None, attempt)
+            except FetchError as exc:
+                error = exc
+                error.attempts = attempt
+                if exc.kind not in RETRYABLE_KINDS or attempt == self.config.max_tries:
+                    break
+                self.crawl.stats["retries"] += 1
+                backoff = self.config.retry_backoff * 2 ** (attempt - 1)
+                await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
+        return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
+
+    async def _process(self, item: Item) -> bool:
+        """Fetch one item and hand it on; True when it failed for good."""
+        outcome = await self._fetch_with_retries(item)
+        stats = self.crawl.stats
+        if outcome.page is None:
+            error = outcome.error
+            assert error is not None
+            stats["failed"] += 1
+            stats[f"error_{error.kind}"] += 1
+            if item.depth == 0 and item.referrer is None:
+                self._seed_failures += 1
+                self.crawl.extra.setdefault("seed_error", str(error))
+            log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
+            await self.hooks.fetch_failed(item.url, error, self.crawl)
+            self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
+            return True
+
+        page = outcome.page
+        stats["pages"] += 1
+        stats["bytes"] += len(page.body)
+        stats[f"status_{page.status // 100}xx"] += 1
+        if page.truncated:
+            stats[f"truncated_{page.truncated}"] += 1
+        links = [] if page.is_redirect else self._extract(page)
+        await self.hooks.page_fetched(page, links, self.crawl)
+        if page.is_redirect:
+            stats["redirects"] += 1
+            new = await self._follow_redirect(item, page)
+        else:
+            new = await self._add_links(links, item, page.url)
+        self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
+        return False
+
+    def _extract(self, page: Page) -> list[Link]:
+        if page.decode_error:
+            log.info("not parsed %s: %s", page.url, page.decode_error)
+            return []
+        cap = self.config.max_links_per_page
+        links: list[Link] = []
+        for link in self.hooks.extract_links(page, self.crawl):
+            links.append(link)
+            if len(links) >= cap:
+                self.crawl.stats["limit_links_per_page"] += 1
+                log.info("link cap %d reached on %s", cap, page.url)
+                break
+        return links
+
+    async def _follow_redirect(self, item: Item, page: Page) -> int:
+        target = clean_url(page.redirect_to or "")
+        if target is None:
+            self._skip(page.redirect_to or "", "redirect to a non-http(s) URL", item.url, item.depth)
+            return 0
+        if item.redirects_left <= 0:
+            log.warning("redirect limit reached for %s", item.url)
+            self.crawl.stats["redirect_limit"] += 1
+            self._skip(target, "redirect limit reached", item.url, item.depth)
+            return 0
+        if item.depth == 0 and item.referrer is None and not self.scope.host_allows(target):
+            self.scope.add_site(target)
+        next_item = Item(target, item.depth, item.redirects_left - 1, item.url, item.kind)
+        return await self._add([next_item], coalesce=True)
+
+    async def _add_links(self, links: Iterable[Link], item: Item, referrer: str) -> int:
+        if item.kind is not LinkKind.PAGE:
+            links = [link for link in links if link.kind is not LinkKind.PAGE]
+        candidates = []
+        for link in links:
+            url = clean_url(link.url)
+            if url is None:
+                continue
+            is_page = link.kind is LinkKind.PAGE
+            depth = item.depth + 1
+            if is_page and depth > self.config.max_depth:
+                self._skip(url, f"depth {depth} > max_depth {self.config.max_depth}", referrer, depth)
+                continue
+            candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
+        return await self._add(candidates)
+
+    async def _add(self, items: list[Item], *, coalesce: bool = False) -> int:
+        """Queue the items that pass scope, limits and plugins; returns how many were new."""
+        entries: list[tuple[str, Item]] = []
+        keys: set[str] = set()
+        for item in items:
+            reason = self._refusal(item)
+            if reason is not None:
+                self._skip(item.url, reason, item.referrer, item.depth)
+                continue
+            key = canonical_key(item.url)
+            if key in keys:
+                continue
+            keys.add(key)
+            entries.append((key, item))
+        if not entries:
+            return 0
+        budget = self.config.max_pages - self._added if self.config.max_pages else len(entries)
+        added = await self.frontier.add(entries[: max(budget, 0)])
+        new = sum(added)
+        self._added += new
+        if coalesce and not new:
+            log.debug("redirect to %s coalesced: already seen", entries[0][1].url)
+            self.crawl.stats["redirects_coalesced"] += 1
+        if budget < len(entries):
+            self.crawl.stats["limit_max_pages"] += len(entries) - max(budget, 0)
+        return new
+
+    def _refusal(self, item: Item) -> str | None:
+        """Why `item` may not join the frontier, or None."""
+        if len(item.url) > self.config.max_url_length:
+            return f"URL longer than max_url_length {self.config.max_url_length}"
+        is_root = item.depth == 0 and item.referrer is None
+        if not is_root:
+            requisite = item.kind is not LinkKind.PAGE and self.config.requisites
+            if not requisite and not self.scope.host_allows(item.url):
+                return "host out of scope"
+            if item.kind is not LinkKind.PAGE and not self.config.requisites:
+                return "requisites disabled"
+            verdict = self.scope.pattern_verdict(item.url)
+            if verdict is not None:
+                return verdict
+        if self.hooks.accept_url(item.url, item.referrer, self.crawl) is False:
+            return "refused by a plugin (accept_url)"
+        return None
+
+    def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
+        kind = reason.split(" ", 1)[0]
+        self.crawl.stats[f"skipped_{kind}"] += 1
+        if url in self._skipped_logged:
+            return
+        if len(self._skipped_logged) < _SKIP_LOG_MEMORY:
+            self._skipped_logged.add(url)
+        self.log.skipped(url, reason, referrer, depth)
+
+    # -- seeds and records --------------------------------------------------------------
+
+    async def _seed(self) -> None:
+        roots = []
+        for root in self.config.roots:
+            url = clean_url(root)
+            if url is None:
+                continue
+            roots.append(Item(url, 0, self.config.max_redirect, None, LinkKind.PAGE))
+        await self._add(roots)
+
+    def _record(
+        self,
+        item: Item,
+        page: Page | None,
+        tries: int,
+        num_urls: int,
+        num_new: int,
+        error: str | None,
+    ) -> UrlRecord:
+        return UrlRecord(
+            url=item.url,
+            status=page.status if page else None,
+            next_url=page.redirect_to if page else None,
+            content_type=page.content_type or None if page else None,
+            encoding=page.encoding if page else None,
+            num_urls=num_urls,
+            num_new_urls=num_new,
+            tries=tries,
+            error=error,
+            depth=item.depth,
+            bytes=len(page.body) if page else 0,
+            elapsed=round(page.elapsed, 4) if page else 0.0,
+            kind=str(item.kind),
+            truncated=page.truncated if page else None,
+            outcome="fetched" if page else "failed",
+        )
+
+
+async def run_crawl(
+    config: Config,
+    pm: pluggy.PluginManager,
+    *,
+    install_signals: bool = False,
+    show_progress: bool = False,
+) -> Crawl:
+    """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`)."""
+    hooks = Hooks(pm)
+    hooks.configure(config)
+    archive = prepare_archive(config)
+    frontier = make_frontier(config, archive)
+    crawler = Crawler(config, hooks, frontier, archive)
+    loop = asyncio.get_running_loop()
+    installed = []
+    if install_signals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+
+            def on_signal(signum: int = signum) -> None:
+                crawler.crawl.extra["signal"] = signum
+                if crawler._stopping.is_set():
+                    log.warning("second interrupt: cancelling now")
+                    for task in list(crawler._busy):
+                        task.cancel()
+                crawler.stop()
+
+            loop.add_signal_handler(signum, on_signal)
+            installed.append(signum)
+    bar = None
+    if show_progress:
+        from rich.console import Console
+
+        from .progress import show_progress as progress_loop
+
+        bar = asyncio.create_task(progress_loop(crawler.crawl, frontier, Console(stderr=True)))
+    try:
+        return await crawler.run()
+    finally:
+        if bar is not None:
+            bar.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await bar
+        for signum in installed:
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,119 @@
+"""The per-URL crawl log (`crawl-log.jsonl`) and the end-of-crawl report (`report.json`).
+
+One JSON object per finished or skipped URL, appended as it happens so `tail -f` follows
+a running crawl; the report is derived from the crawl's counters at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .model import Crawl
+
+LOG_NAME = "crawl-log.jsonl"
+REPORT_NAME = "report.json"
+_FLUSH_EVERY = 1.0
+
+
+@dataclass(slots=True)
+class UrlRecord:
+    """What happened to one URL (heir of the 500 Lines crawler's FetchStatistic)."""
+
+    url: str
+    status: int | None
+    next_url: str | None
+    content_type: str | None
+    encoding: str | None
+    num_urls: int
+    num_new_urls: int
+    tries: int
+    error: str | None
+    depth: int
+    bytes: int
+    elapsed: float
+    kind: str = "page"
+    truncated: str | None = None
+    outcome: str = "fetched"
+    reason: str | None = None
+
+
+class CrawlLog:
+    """Appends records to the archive's log; buffered, flushed at most every second."""
+
+    def __init__(self, archive: Path) -> None:
+        self.path = archive / LOG_NAME
+        self._file: IO[str] | None = None
+        self._last_flush = 0.0
+
+    def open(self) -> None:
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: UrlRecord | dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        data = asdict(record) if isinstance(record, UrlRecord) else record
+        self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
+        now = time.monotonic()
+        if now - self._last_flush > _FLUSH_EVERY:
+            self._file.flush()
+            self._last_flush = now
+
+    def skipped(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
+        self.write(
+            {
+                "url": url,
+                "outcome": "skipped",
+                "reason": reason,
+                "referrer": referrer,
+                "depth": depth,
+            }
+        )
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def build_report(crawl: Crawl) -> dict[str, Any]:
+    """Totals of a crawl, as written to report.json and printed with --json."""
+    stats = crawl.stats
+    finished = crawl.finished_at or crawl.started_at
+    wall = max((finished - crawl.started_at).total_seconds(), 1e-9)
+    by_status = {key[len("status_") :]: n for key, n in sorted(stats.items()) if key.startswith("status_")}
+    errors = {key[len("error_") :]: n for key, n in sorted(stats.items()) if key.startswith("error_")}
+    skipped = {key[len("skipped_") :]: n for key, n in sorted(stats.items()) if key.startswith("skipped_")}
+    plugins = {key: n for key, n in sorted(stats.items()) if "." in key}
+    return {
+        "archive": str(crawl.archive),
+        "roots": list(crawl.roots),
+        "started_at": crawl.started_at.isoformat(),
+        "finished_at": finished.isoformat(),
+        "complete": not crawl.interrupted and crawl.extra.get("complete", True),
+        "interrupted": crawl.interrupted,
+        "resumed": crawl.resumed,
+        "pages": stats["pages"],
+        "failed": stats["failed"],
+        "bytes": stats["bytes"],
+        "redirects": stats["redirects"],
+        "retries": stats["retries"],
+        "wall_seconds": round(wall, 3),
+        "pages_per_second": round(stats["pages"] / wall, 2),
+        "by_status_class": by_status,
+        "errors_by_kind": errors,
+        "skipped_by_reason": skipped,
+        "plugins": plugins,
+    }
+
+
+def write_report(crawl: Crawl) -> dict[str, Any]:
+    report = build_report(crawl)
+    path = crawl.archive / REPORT_NAME
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return report

@@ -1,0 +1,227 @@
+"""One HTTP exchange, turned into a `Page`: the only module of the core that imports aiohttp.
+
+aiohttp is told to do as little as possible (no redirects, no decompression) because
+the archive must hold what the server sent, and because its own limits do not bound a
+crawler: a drip-fed body passes `sock_read`, so the body is read here against a deadline
+and a minimum rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+import aiohttp
+from yarl import URL
+
+from .config import Config
+from .decode import choose_encoding, decode_content, is_textual
+from .errors import FetchError
+from .frontier import Item
+from .model import Page
+from .urls import wire_url
+
+_READ_CHUNK = 64 * 1024
+_THREAD_DECODE_OVER = 512 * 1024
+
+RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
+
+
+@asynccontextmanager
+async def open_session(config: Config) -> AsyncIterator[aiohttp.ClientSession]:
+    """One pooled session per crawl, created inside the running loop."""
+    connector = aiohttp.TCPConnector(
+        limit=max(config.max_tasks, 1),
+        limit_per_host=0,
+        ttl_dns_cache=300,
+        force_close=False,
+    )
+    timeout = aiohttp.ClientTimeout(
+        total=None,
+        connect=config.connect_timeout,
+        sock_connect=config.connect_timeout,
+        sock_read=config.first_byte_timeout,
+    )
+    header_limit = max(config.max_header_size, 1024)
+    async with aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        auto_decompress=False,
+        max_line_size=header_limit,
+        max_field_size=header_limit,
+        max_headers=256,
+        requote_redirect_url=False,
+        headers={"User-Agent": config.user_agent},
+        cookie_jar=aiohttp.DummyCookieJar(),
+    ) as session:
+        yield session
+
+
+def default_headers(config: Config) -> dict[str, str]:
+    return {
+        "User-Agent": config.user_agent,
+        "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "Accept-Encoding": "gzip, deflate, br, zstd",
+    }
+
+
+def _failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "dns"
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
+        return "timeout"
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return "disconnect"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return "protocol"
+    return "network"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "timed out"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"cannot connect: {exc.os_error.strerror or exc.os_error}"
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+async def _read_body(
+    response: aiohttp.ClientResponse, config: Config, started: float
+) -> tuple[bytes, str | None]:
+    """The body, de-chunked, stopped at the size cap, the deadline or a too-slow rate."""
+    chunks: list[bytes] = []
+    size = 0
+    deadline = started + config.timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"".join(chunks), "time"
+        try:
+            async with asyncio.timeout(min(remaining, config.first_byte_timeout)):
+                chunk = await response.content.readany()
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                return b"".join(chunks), "time"
+            raise
+        if not chunk:
+            return b"".join(chunks), None
+        size += len(chunk)
+        if size > config.max_body_size:
+            chunks.append(chunk[: len(chunk) - (size - config.max_body_size)])
+            return b"".join(chunks), "length"
+        chunks.append(chunk)
+        elapsed = time.monotonic() - started
+        if config.min_rate and elapsed > config.rate_window and size / elapsed < config.min_rate:
+            return b"".join(chunks), "time"
+
+
+def _peer_of(response: aiohttp.ClientResponse) -> str | None:
+    connection = response.connection
+    transport = connection.transport if connection is not None else None
+    if transport is None:
+        return None
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return None
+
+
+def _decode_headers(raw: tuple[tuple[bytes, bytes], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw)
+
+
+async def fetch(
+    session: aiohttp.ClientSession,
+    item: Item,
+    headers: Mapping[str, str],
+    config: Config,
+) -> Page:
+    """GET `item.url` once, without following redirects; raise FetchError when no response came."""
+    target = wire_url(item.url)
+    fetched_at = datetime.now(UTC)
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(config.timeout + config.connect_timeout):
+            async with session.get(
+                URL(target, encoded=True),
+                headers=dict(headers),
+                allow_redirects=False,
+                compress=None,
+            ) as response:
+                peer = _peer_of(response)
+                body, truncated = await _read_body(response, config, started)
+                if truncated:
+                    response.close()
+                status = response.status
+                reason = response.reason or ""
+                version = "HTTP/1.1"
+                if response.version is not None:
+                    version = f"HTTP/{response.version.major}.{response.version.minor}"
+                response_headers = _decode_headers(response.raw_headers)
+                request_headers = tuple((k, v) for k, v in response.request_info.headers.items())
+                location = response.headers.get("Location") if 300 <= status < 400 else None
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+        raise FetchError(item.url, _describe(exc), kind=_failure_kind(exc)) from exc
+    elapsed = time.monotonic() - started
+    if not any(k.lower() == "host" for k, _ in request_headers):
+        request_headers = (("Host", URL(target, encoded=True).raw_host or ""), *request_headers)
+
+    page = Page(
+        url=item.url,
+        status=status,
+        reason=reason,
+        http_version=version,
+        request_headers=request_headers,
+        headers=response_headers,
+        body=body,
+        fetched_at=fetched_at,
+        elapsed=elapsed,
+        peer=peer,
+        depth=item.depth,
+        referrer=item.referrer,
+        kind=item.kind,
+        truncated=truncated,
+        request_target=target if target != item.url else None,
+    )
+    redirect_to = _resolve_location(item.url, location) if location is not None else None
+    return await _with_content(page, config, redirect_to)
+
+
+def _resolve_location(url: str, location: str) -> str:
+    try:
+        return str(URL(url).join(URL(location.strip(), encoded=True)))
+    except ValueError:
+        return location.strip()
+
+
+async def _with_content(page: Page, config: Config, redirect_to: str | None) -> Page:
+    """Fill `content`, `encoding` and `redirect_to`; big bodies are decoded off the loop."""
+    encoding_header = page.header("Content-Encoding")
+    if encoding_header and len(page.body) > _THREAD_DECODE_OVER:
+        decoded = await asyncio.to_thread(
+            decode_content,
+            page.body,
+            encoding_header,
+            config.max_decoded_size,
+            config.max_decompression_ratio,
+        )
+    else:
+        decoded = decode_content(
+            page.body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
+        )
+    encoding = source = None
+    if is_textual(page.content_type) or not page.content_type:
+        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
+    return dataclasses.replace(
+        page,
+        content=decoded.content,
+        decode_error=decoded.error,
+        encoding=encoding,
+        encoding_source=source,
+        redirect_to=redirect_to,
+    )

@@ -1,0 +1,125 @@
+"""URL clean-up, canonical keys and the crawl's scope: pure functions, no I/O.
+
+A URL is fetched and archived as it was found; only the seen-set key is canonical
+(w3lib's `canonicalize_url`, as Scrapy does), so `?b=2&a=1` and `?a=1&b=2` are one page.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urldefrag, urlsplit
+
+from w3lib.url import canonicalize_url, safe_url_string
+
+ALLOWED_SCHEMES = ("http", "https")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def canonical_key(url: str) -> str:
+    """The seen-set key: query sorted, escapes normalized, fragment dropped."""
+    try:
+        return canonicalize_url(url, keep_fragments=False)
+    except ValueError:
+        return url
+
+
+def wire_url(url: str) -> str:
+    """The URL as it goes on the request line: non-ASCII and spaces percent-encoded, nothing else."""
+    return safe_url_string(url)
+
+
+def clean_url(url: str) -> str | None:
+    """`url` without fragment if it is a fetchable absolute http(s) URL, else None."""
+    url = url.strip()
+    if not url:
+        return None
+    url = urldefrag(url)[0]
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ALLOWED_SCHEMES or not parts.hostname:
+        return None
+    if port == 0:
+        return None
+    if any(ch in parts.hostname for ch in " \t\r\n<>\"'\\{}|^`"):
+        return None
+    return url
+
+
+def site_of(url: str) -> str:
+    """`host` or `host:port` (default ports dropped, `www.` kept): what a host rule compares."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    port = parts.port
+    if port is None or port == _DEFAULT_PORTS.get(parts.scheme.lower()):
+        return host
+    return f"{host}:{port}"
+
+
+def _strip_www(site: str) -> str:
+    return site[4:] if site.startswith("www.") else site
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def registered_domain(site: str) -> str:
+    """The last two labels of the host (an IP stays whole): what lenient matching compares."""
+    host, _, port = site.partition(":") if not site.startswith("[") else (site, "", "")
+    if _is_ip(host):
+        return site
+    labels = host.split(".")
+    domain = ".".join(labels[-2:])
+    return f"{domain}:{port}" if port else domain
+
+
+@dataclass
+class Scope:
+    """Which URLs belong to the crawl: the roots' hosts, then include/exclude patterns.
+
+    Strict matching treats `www.example.org` and `example.org` as one site and every
+    other subdomain as foreign; lenient matching admits any host under a root's domain.
+    """
+
+    roots: Iterable[str]
+    strict: bool = True
+    include: Iterable[str] = ()
+    exclude: Iterable[str] = ()
+    sites: set[str] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._include = [re.compile(p) for p in self.include]
+        self._exclude = [re.compile(p) for p in self.exclude]
+        for root in self.roots:
+            self.add_site(root)
+
+    def add_site(self, url: str) -> None:
+        """Admit the host of `url` (a root, or where a root redirected to)."""
+        site = site_of(url)
+        self.sites.add(_strip_www(site) if self.strict else registered_domain(_strip_www(site)))
+
+    def host_allows(self, url: str) -> bool:
+        site = site_of(url)
+        if self.strict:
+            return _strip_www(site) in self.sites
+        domain = registered_domain(_strip_www(site))
+        return domain in self.sites
+
+    def pattern_verdict(self, url: str) -> str | None:
+        """None when the patterns admit `url`, else the rule that refused it."""
+        for pattern in self._exclude:
+            if pattern.search(url):
+                return f"exclude pattern {pattern.pattern!r}"
+        if self._include and not any(p.search(url) for p in self._include):
+            return "no include pattern matches"
+        return None
