@@ -1,1 +1,37 @@
-"""Bundled plugin warc."""
+"""Bundled plugin warc: every HTTP exchange of a crawl archived as WARC/1.1.
+
+Hooks here are thin: `configure` checks ``[plugins.warc]`` and registers a per-run
+`WarcWriter` (writer.py); `register_commands` adds ``archiver warc check|ls``.
+The reader API other plugins use is in reader.py (`open_archive`).
+"""
+
+from __future__ import annotations
+
+import click
+import pluggy
+
+from archiver.config import Config
+from archiver.hookspecs import hookimpl
+
+from .commands import register
+from .reader import Capture, StoredResponse, WarcArchive, open_archive
+from .settings import parse_settings
+from .writer import WarcWriter
+
+__all__ = ["Capture", "StoredResponse", "WarcArchive", "WarcWriter", "open_archive"]
+
+WRITER_NAME = "warc-writer"
+
+
+@hookimpl
+def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    settings = parse_settings(config.plugin("warc"))
+    old = pm.get_plugin(WRITER_NAME)
+    if old is not None:
+        pm.unregister(old)
+    pm.register(WarcWriter(settings), name=WRITER_NAME)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    register(cli)

@@ -1,0 +1,105 @@
+"""``archiver warc check`` and ``archiver warc ls``, added through `register_commands`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from archiver.errors import ArchiveError, UsageError
+
+from .reader import open_archive
+from .verify import truncate_to_last_good, verify_file
+
+_WARC_NAMES = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
+
+
+def warc_files(paths: Iterable[Path]) -> list[Path]:
+    """The WARC files named by `paths`: files as given, folders (or ARCHIVE/warc) listed."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            folder = path / "warc" if (path / "warc").is_dir() else path
+            found.extend(sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(_WARC_NAMES)))
+        else:
+            raise UsageError(f"no such file or folder: {path}")
+    return found
+
+
+@click.group("warc")
+def warc_group() -> None:
+    """Check and list the WARC files of an archive."""
+
+
+@warc_group.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--truncate",
+    is_flag=True,
+    help="Cut each damaged file back to its last whole record (after a crash).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print faults only.")
+def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
+    """Verify WARC files strictly: gzip members, lengths, digests.
+
+    PATHS are archive folders, folders of WARC files or WARC files.  Every fault is
+    printed with its file, byte offset and record; the exit status is 1 when any
+    fault was found.
+    """
+    files = warc_files(paths)
+    if not files:
+        raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
+    faults = 0
+    damaged = 0
+    for path in files:
+        report = verify_file(path)
+        faults += len(report.faults)
+        for fault in report.faults:
+            click.echo(str(fault))
+        if report.ok:
+            if not quiet:
+                click.echo(f"ok {path} ({report.records} records)")
+            continue
+        damaged += 1
+        if truncate and any(f.fatal for f in report.faults):
+            cut = truncate_to_last_good(path)
+            click.echo(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})")
+    if faults:
+        raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
+    if not quiet:
+        click.echo(f"{len(files)} WARC file(s) ok")
+
+
+@warc_group.command("ls")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+def ls(archive: Path, as_json: bool) -> None:
+    """List every capture: time, status, type, size (bytes stored) and URL."""
+    if not archive.exists():
+        raise UsageError(f"no such archive: {archive}")
+    for capture in open_archive(archive).iter_captures():
+        if as_json:
+            fields = {
+                "timestamp": capture.timestamp,
+                "status": capture.status,
+                "mime": capture.mime,
+                "length": capture.length,
+                "url": capture.url,
+                "filename": capture.filename,
+                "offset": capture.offset,
+            }
+            click.echo(json.dumps(fields))
+            continue
+        status = str(capture.status) if capture.status is not None else "-"
+        click.echo(
+            f"{capture.timestamp} {status:>3} {capture.mime or '-':<24} {capture.length:>9} {capture.url}"
+        )
+
+
+def register(cli: click.Group) -> None:
+    if "warc" not in cli.commands:
+        cli.add_command(warc_group)

@@ -1,0 +1,351 @@
+"""Turn one `Page` into WARC records (request, response or revisit, metadata), serialized.
+
+Pure functions, run in a worker thread: building a record computes digests and the
+gzip member, which is the real cost of archiving.  warcio does the serialization; we
+hand it the HTTP header block as bytes so it is stored as received (warcio would
+otherwise re-encode non-ASCII header values).
+
+What is stored, and why:
+
+* The response block is the status line, the headers as received in their order
+  (duplicates kept), and the entity body as it came on the wire with its
+  Content-Encoding intact.  Chunked transfer coding was already removed by the
+  fetcher, so ``Transfer-Encoding: chunked`` is dropped from the stored headers: the
+  stored headers then agree with the stored body, and the payload digest is over the
+  de-chunked body, as the WARC 1.1 guidelines ask.  The warcinfo record says so.
+* The request block is the request line for the URL actually sent
+  (``page.request_target`` when the fetcher had to re-encode the URL) and the request
+  headers sent.
+* A payload already stored in this archive becomes a revisit record
+  (identical-payload-digest profile) pointing to the original.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata
+import io
+import logging
+import socket
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.timeutils import datetime_to_iso_date, iso_date_to_timestamp
+from warcio.warcwriter import WARCWriter
+
+from archiver import __version__
+from archiver.model import Link, Page
+
+from .cdxj import clean_mime
+
+log = logging.getLogger(__name__)
+
+WARC_VERSION = "WARC/1.1"
+HEADER_NOTE = (
+    "Transfer-Encoding: chunked is removed from stored response headers because bodies"
+    " are stored de-chunked; Content-Encoding is kept and bodies are stored encoded"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    """What a revisit record needs to point to the first copy of a payload."""
+
+    url: str
+    date: str
+    record_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFields:
+    """The CDXJ fields of a record that are known before it is written."""
+
+    url: str
+    timestamp: str
+    status: int | None
+    mime: str | None
+    digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Serialized:
+    """One record, serialized (one gzip member when compressed), ready to append."""
+
+    data: bytes
+    record_type: str
+    record_id: str
+    index: IndexFields | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecords:
+    """The records of one page, written together or not at all."""
+
+    records: tuple[Serialized, ...]
+    digest: str | None
+    """The payload digest when the response was stored in full (a dedup candidate)."""
+    original: Original | None
+    """This response as a revisit target, when `digest` is set."""
+
+    @property
+    def size(self) -> int:
+        return sum(len(r.data) for r in self.records)
+
+
+class _RawHttpHeaders(StatusAndHeaders):  # type: ignore[misc]
+    """HTTP headers whose serialized form is fixed: the bytes as received."""
+
+    def __init__(self, statusline: str, headers: list[tuple[str, str]], raw: bytes) -> None:
+        super().__init__(statusline, headers, protocol="")
+        self._raw = raw
+        self.headers_buff = raw
+
+    def compute_headers_buffer(self, header_filter: Any = None) -> None:
+        self.headers_buff = self._raw
+
+    def __bool__(self) -> bool:
+        return True  # warcio tests truthiness to decide whether a record has HTTP headers
+
+
+def payload_digest(body: bytes) -> str:
+    """``sha1:BASE32``, the digest form warcio, pywb and CDXJ use."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def warc_date(moment: datetime) -> str:
+    moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return str(datetime_to_iso_date(moment, use_micros=True))
+
+
+def _header_bytes(value: str) -> bytes:
+    """Header text back to wire bytes: the fetcher decodes them as latin-1."""
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
+
+
+def _clean(value: str, what: str, url: str) -> str:
+    if "\r" in value or "\n" in value:
+        log.warning("%s: line break in %s replaced by a space to keep the record valid", url, what)
+        return value.replace("\r", " ").replace("\n", " ")
+    return value
+
+
+def stored_response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Response headers as stored: as received, minus the chunked transfer coding."""
+    kept: list[tuple[str, str]] = []
+    for name, value in headers:
+        if name.strip().lower() == "transfer-encoding":
+            codings = [c.strip() for c in value.split(",") if c.strip()]
+            codings = [c for c in codings if c.lower() != "chunked"]
+            if not codings:
+                continue
+            value = ", ".join(codings)
+        kept.append((name, value))
+    return kept
+
+
+def http_block(first_line: str, headers: Sequence[tuple[str, str]], url: str) -> bytes:
+    """Status or request line, headers and the blank line, as bytes."""
+    lines = [_header_bytes(_clean(first_line, "the status line", url))]
+    for name, value in headers:
+        lines.append(
+            _header_bytes(_clean(name, "a header name", url))
+            + b": "
+            + _header_bytes(_clean(value, f"header {name}", url))
+        )
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def request_line(page: Page) -> str:
+    parts = urlsplit(page.request_target or page.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return f"{page.method} {target} {page.http_version}"
+
+
+class RecordMaker:
+    """Builds serialized records; one per writer, used from worker threads."""
+
+    def __init__(self, gzip: bool, gzip_level: int) -> None:
+        self.gzip = gzip
+        self.gzip_level = gzip_level
+        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version=WARC_VERSION)
+
+    # -- serialization ---------------------------------------------------------------
+
+    def _serialize(self, record: Any) -> bytes:
+        buffer = io.BytesIO()
+        writer = WARCWriter(buffer, gzip=False, warc_version=WARC_VERSION)
+        writer.write_record(record)
+        data = buffer.getvalue()
+        if not self.gzip:
+            return data
+        compressor = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        return compressor.compress(data) + compressor.flush()
+
+    def _record(
+        self,
+        uri: str,
+        record_type: str,
+        *,
+        block: bytes = b"",
+        http: bytes | None = None,
+        headers: Mapping[str, str],
+        content_type: str = "",
+    ) -> tuple[Any, str]:
+        record_id = self._builder._make_warc_id()
+        warc_headers = {"WARC-Record-ID": record_id, **headers}
+        http_headers = None
+        if http is not None:
+            http_headers = _RawHttpHeaders("", [], http)
+        record = self._builder.create_warc_record(
+            uri,
+            record_type,
+            payload=io.BytesIO(block),
+            length=len(block),
+            warc_content_type=content_type,
+            warc_headers_dict=warc_headers,
+            http_headers=http_headers,
+        )
+        return record, record_id
+
+    # -- records ---------------------------------------------------------------------
+
+    def warcinfo(self, filename: str, fields: Sequence[tuple[str, str]]) -> Serialized:
+        """The first record of a file: who wrote it, how, for which crawl."""
+        body = b"".join(
+            f"{name}: {_clean(str(value), name, filename)}\r\n".encode() for name, value in fields
+        )
+        headers = {"WARC-Date": warc_date(datetime.now(UTC)), "WARC-Filename": filename}
+        record, record_id = self._record(
+            "", "warcinfo", block=body, headers=headers, content_type="application/warc-fields"
+        )
+        return Serialized(self._serialize(record), "warcinfo", record_id)
+
+    def page(
+        self,
+        page: Page,
+        links: Sequence[Link],
+        originals: Mapping[str, Original],
+        *,
+        dedup: bool,
+        metadata: bool,
+    ) -> PageRecords:
+        """request + response (or revisit) [+ metadata] for one HTTP exchange."""
+        uri = page.request_target or page.url
+        date = warc_date(page.fetched_at)
+        digest = payload_digest(page.body)
+        stored_headers = stored_response_headers(page.headers)
+        status_line = f"{page.http_version} {page.status} {page.reason}".rstrip()
+        head = http_block(status_line, stored_headers, uri)
+        common = {"WARC-Date": date}
+        if page.peer:
+            common["WARC-IP-Address"] = page.peer
+
+        original = originals.get(digest) if dedup and page.body and not page.truncated else None
+        response_headers = {**common, "WARC-Payload-Digest": digest}
+        if page.truncated:
+            response_headers["WARC-Truncated"] = page.truncated
+        if original is not None:
+            response_headers["WARC-Profile"] = (
+                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+            )
+            response_headers["WARC-Refers-To-Target-URI"] = original.url
+            response_headers["WARC-Refers-To-Date"] = original.date
+            if original.record_id:
+                response_headers["WARC-Refers-To"] = original.record_id
+            response, response_id = self._record(
+                uri,
+                "revisit",
+                http=head,
+                headers=response_headers,
+                content_type="application/http; msgtype=response",
+            )
+            response_type = "revisit"
+            mime: str | None = "warc/revisit"
+        else:
+            response, response_id = self._record(
+                uri, "response", block=page.body, http=head, headers=response_headers
+            )
+            response_type = "response"
+            content_type = next((v for k, v in stored_headers if k.strip().lower() == "content-type"), None)
+            mime = clean_mime(content_type.strip()) if content_type is not None else None
+
+        request_head = http_block(request_line(page), page.request_headers, uri)
+        request, request_id = self._record(
+            uri,
+            "request",
+            http=request_head,
+            headers={**common, "WARC-Concurrent-To": response_id},
+        )
+        index = IndexFields(
+            url=uri,
+            timestamp=iso_date_to_timestamp(date),
+            status=page.status,
+            mime=mime,
+            digest=digest,
+        )
+        records = [
+            Serialized(self._serialize(response), response_type, response_id, index),
+            Serialized(self._serialize(request), "request", request_id),
+        ]
+        if metadata:
+            records.append(self._metadata(page, links, uri, date, response_id))
+        stored_in_full = original is None and bool(page.body) and not page.truncated
+        return PageRecords(
+            records=tuple(records),
+            digest=digest if stored_in_full else None,
+            original=Original(uri, date, response_id) if stored_in_full else None,
+        )
+
+    def _metadata(
+        self, page: Page, links: Sequence[Link], uri: str, date: str, response_id: str
+    ) -> Serialized:
+        """Outlinks and crawl facts, in the warc-fields form Heritrix writes."""
+        fields: list[tuple[str, str]] = []
+        if page.referrer:
+            fields.append(("via", page.referrer))
+        fields.append(("hopsFromSeed", str(page.depth)))
+        fields.append(("fetchTimeMs", str(round(page.elapsed * 1000))))
+        if page.redirect_to:
+            fields.append(("redirect", page.redirect_to))
+        for link in links:
+            fields.append(("outlink", f"{link.url} {link.kind}"))
+        body = b"".join(
+            f"{name}: {_clean(value, name, uri)}\r\n".encode("utf-8", "surrogateescape")
+            for name, value in fields
+        )
+        record, record_id = self._record(
+            uri,
+            "metadata",
+            block=body,
+            headers={"WARC-Date": date, "WARC-Concurrent-To": response_id},
+            content_type="application/warc-fields",
+        )
+        return Serialized(self._serialize(record), "metadata", record_id)
+
+
+def warcinfo_fields(config_summary: Iterable[tuple[str, str]], roots: Iterable[str]) -> list[tuple[str, str]]:
+    """The warcinfo body: software, format, host, the header note, roots, settings."""
+    fields = [
+        ("software", f"archiver/{__version__} (warcio/{importlib.metadata.version('warcio')})"),
+        ("format", "WARC File Format 1.1"),
+        (
+            "conformsTo",
+            "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        ),
+        ("hostname", socket.gethostname()),
+        ("http-header-note", HEADER_NOTE),
+    ]
+    fields.extend(("root", root) for root in roots)
+    fields.extend((name, value) for name, value in config_summary if value != "")
+    return fields

@@ -1,0 +1,198 @@
+"""WARC files on disk: IIPC names, the ``.open`` suffix, rotation, rollback of a failed write.
+
+Blocking code, called from one worker thread at a time (the writer holds a lock).
+Files are created with ``O_EXCL`` (an existing file is never overwritten), written
+only by appending whole pages at once, and never reopened for writing once closed.
+A write that fails (disk full, file size limit) is cut back to the end of the last
+complete record before the error is raised, so the file stays valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .capture import Capture
+from .cdxj import cdxj_path_for, index_warc, write_cdxj
+from .records import PageRecords, Serialized
+from .verify import truncate_to_last_good
+
+log = logging.getLogger(__name__)
+
+OPEN_SUFFIX = ".open"
+
+
+def iipc_name(prefix: str, serial: int, gzip: bool, moment: datetime | None = None) -> str:
+    """``PREFIX-TIMESTAMP-SERIAL-HOST-PID.warc.gz`` (timestamp to the millisecond, UTC)."""
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    stamp = moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
+    host = "".join(c if c.isalnum() or c in ".-" else "-" for c in socket.gethostname()) or "host"
+    extension = ".warc.gz" if gzip else ".warc"
+    return f"{prefix}-{stamp}-{serial:05d}-{host}-{os.getpid()}{extension}"
+
+
+class WarcFile:
+    """One WARC file being written (named ``NAME.open`` until `close`)."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self.folder = folder
+        self.name = name
+        self.final_path = folder / name
+        self.path = folder / (name + OPEN_SUFFIX)
+        if self.final_path.exists():
+            raise FileExistsError(self.final_path)
+        # 'xb': created here or not at all; unbuffered so a write reaches the OS at once.
+        self._handle = open(self.path, "xb", buffering=0)  # noqa: SIM115 - kept open across calls
+        self.size = 0
+        self.captures: list[Capture] = []
+        self.records = 0
+
+    def append(self, records: tuple[Serialized, ...], fsync: bool = False) -> None:
+        """Append `records` with one write; on failure cut the file back and re-raise."""
+        start = self.size
+        data = b"".join(r.data for r in records)
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._handle.write(view)
+                if written is None or written <= 0:
+                    raise OSError("short write")
+                view = view[written:]
+            if fsync:
+                os.fsync(self._handle.fileno())
+        except BaseException:
+            self._rollback(start)
+            raise
+        offset = start
+        for record in records:
+            if record.index is not None:
+                self.captures.append(
+                    Capture(
+                        url=record.index.url,
+                        timestamp=record.index.timestamp,
+                        status=record.index.status,
+                        mime=record.index.mime,
+                        digest=record.index.digest,
+                        length=len(record.data),
+                        offset=offset,
+                        filename=self.name,
+                    )
+                )
+            offset += len(record.data)
+        self.size = offset
+        self.records += len(records)
+
+    def _rollback(self, start: int) -> None:
+        try:
+            os.ftruncate(self._handle.fileno(), start)
+            self._handle.seek(start)
+        except OSError:
+            log.exception("could not cut %s back to %d bytes", self.path, start)
+
+    def discard(self) -> None:
+        """Remove a file that never got a whole record (its warcinfo write failed)."""
+        self._handle.close()
+        self.path.unlink()
+
+    def close(self, cdxj: bool = True) -> Path:
+        """Flush, drop the ``.open`` suffix, write the CDXJ; return the final path."""
+        with contextlib.suppress(OSError):
+            os.fsync(self._handle.fileno())
+        self._handle.close()
+        finish(self.path, self.final_path)
+        if cdxj:
+            write_cdxj(cdxj_path_for(self.final_path), self.captures)
+        return self.final_path
+
+
+def finish(open_path: Path, final_path: Path) -> None:
+    """Rename without ever replacing an existing file (link, then unlink)."""
+    os.link(open_path, final_path)
+    open_path.unlink()
+
+
+def recover_open_files(folder: Path, cdxj: bool = True) -> list[tuple[Path, int]]:
+    """Close ``.open`` files a crashed run left: cut each back to its last whole record,
+    drop the suffix and index it.  Returns (final path, bytes cut) per file."""
+    recovered = []
+    for path in sorted(folder.glob("*" + OPEN_SUFFIX)):
+        final = path.with_name(path.name[: -len(OPEN_SUFFIX)])
+        if final.exists():
+            log.warning("leaving %s alone: %s already exists", path, final.name)
+            continue
+        cut = truncate_to_last_good(path)
+        if cut:
+            log.warning("%s: cut %d bytes of an unfinished record", path.name, cut)
+        finish(path, final)
+        if cdxj:
+            write_cdxj(cdxj_path_for(final), index_warc(final))
+        recovered.append((final, cut))
+    return recovered
+
+
+class Rotator:
+    """The current file of a crawl, rotated at `max_size`, each starting with warcinfo."""
+
+    def __init__(
+        self,
+        folder: Path,
+        prefix: str,
+        max_size: int,
+        gzip: bool,
+        warcinfo: Callable[[str], Serialized],
+        cdxj: bool = True,
+        fsync: bool = False,
+    ) -> None:
+        self.folder = folder
+        self.prefix = prefix
+        self.max_size = max_size
+        self.gzip = gzip
+        self.warcinfo = warcinfo
+        self.cdxj = cdxj
+        self.fsync = fsync
+        self.serial = 0
+        self.current: WarcFile | None = None
+        self.closed: list[Path] = []
+
+    def write(self, page: PageRecords) -> WarcFile:
+        """Append one page's records, rotating first when the file would grow too big."""
+        current = self.current
+        if current is not None:
+            full = current.records > 1 and current.size + page.size > self.max_size
+            if full or current.records == 0:
+                self.close()
+                current = None
+        if current is None:
+            current = self._open()
+        current.append(page.records, self.fsync)
+        return current
+
+    def _open(self) -> WarcFile:
+        while True:
+            name = iipc_name(self.prefix, self.serial, self.gzip)
+            self.serial += 1
+            try:
+                warc = WarcFile(self.folder, name)
+            except FileExistsError:
+                continue
+            break
+        try:
+            warc.append((self.warcinfo(name),), self.fsync)
+        except BaseException:
+            self.current = warc
+            raise
+        self.current = warc
+        return warc
+
+    def close(self) -> None:
+        if self.current is not None:
+            current, self.current = self.current, None
+            if current.records == 0:
+                current.discard()
+            else:
+                self.closed.append(current.close(self.cdxj))
