@@ -1,0 +1,90 @@
+"""Configuration: defaults, the TOML file, command-line precedence and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archiver.config import Config, load_config
+from archiver.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "crawl.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults() -> None:
+    config = load_config()
+    assert config == Config()
+    assert config.max_tasks == 10 and config.strict is True and config.robots is True
+    assert config.user_agent.startswith("archiver/")
+
+
+def test_file_then_command_line(tmp_path: Path) -> None:
+    path = write(tmp_path, '[crawl]\nmax_tasks = 3\nexclude = ["/x"]\n[politeness]\ndelay = 1.5\n')
+    config = load_config(path, {"max_tasks": 7, "delay": None})
+    assert config.max_tasks == 7
+    assert config.delay == 1.5
+    assert config.exclude == ("/x",)
+
+
+def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
+    path = write(tmp_path, "[crawl]\nmax_taks = 3\n")
+    with pytest.raises(ConfigError, match=r"unknown key crawl.max_taks \(did you mean 'max_tasks'\?\)"):
+        load_config(path)
+
+
+def test_key_in_wrong_table(tmp_path: Path) -> None:
+    path = write(tmp_path, "[crawl]\ndelay = 3\n")
+    with pytest.raises(ConfigError, match=r"belongs in \[politeness\]"):
+        load_config(path)
+
+
+def test_unknown_table(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown table \[crawll\] \(did you mean 'crawl'\?\)"):
+        load_config(write(tmp_path, "[crawll]\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[crawl]\nmax_tasks = 'ten'\n", "max_tasks: expected a whole number"),
+        ("[crawl]\nmax_tasks = 0\n", "max_tasks: must be at least 1"),
+        ("[politeness]\ndelay = -1\n", "delay: must be at least 0"),
+        ("[crawl]\nstrict = 'yes'\n", "strict: expected true or false"),
+        ("[crawl]\nexclude = ['(']\n", "exclude: invalid regular expression"),
+        ("[crawl]\nfrontier = 'postgres'\n", "frontier: expected"),
+        ("[crawl\n", "invalid TOML"),
+    ],
+)
+def test_bad_values(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_plugin_tables_are_kept_for_plugins(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[plugins]\ndisable = ['index']\n[plugins.warc]\nprefix = 'x'\n"))
+    assert config.disable == ("index",)
+    assert config.plugin("warc") == {"prefix": "x"}
+    assert config.plugin("nothing") == {}
+
+
+def test_example_config_loads_and_documents_every_key() -> None:
+    example = ROOT / "config.example.toml"
+    config = load_config(example)
+    text = example.read_text()
+    for name in Config.__dataclass_fields__:
+        if name in ("plugins",):
+            continue
+        assert f"{name} =" in text, f"config.example.toml does not document {name}"
+    assert config.roots
