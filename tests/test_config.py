@@ -55,7 +55,8 @@ def test_unknown_table(tmp_path: Path) -> None:
     [
         ("[crawl]\nmax_tasks = 'ten'\n", "max_tasks: expected a whole number"),
         ("[crawl]\nmax_tasks = 0\n", "max_tasks: must be at least 1"),
-        ("[politeness]\ndelay = -1\n", "delay: must be at least 0"),
+        ("[politeness]\nper_host_concurrency = 0\n", "per_host_concurrency: must be at least 1"),
+        ("[limits]\ntimeout = -1\n", "timeout: must be at least 0"),
         ("[crawl]\nstrict = 'yes'\n", "strict: expected true or false"),
         ("[crawl]\nexclude = ['(']\n", "exclude: invalid regular expression"),
         ("[crawl]\nfrontier = 'postgres'\n", "frontier: expected"),

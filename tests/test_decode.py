@@ -78,7 +78,7 @@ def test_choose_encoding_sources() -> None:
     assert choose_encoding(b'<meta charset="koi8-r">', "text/html", None) == ("koi8-r", "meta")
     assert choose_encoding(b'<meta charset="utf-16">', "text/html", None) == ("utf-8", "meta")
     assert choose_encoding("plain ünï".encode(), "text/plain", None) == ("utf-8", "default")
-    encoding, source = choose_encoding(
+    _, source = choose_encoding(
         "Это русский текст, довольно длинный.".encode("cp1251") * 20, "text/plain", None
     )
     assert source == "detected"
