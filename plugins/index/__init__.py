@@ -1,1 +1,127 @@
-"""Bundled plugin index."""
+"""Full-text search over everything archived: the `index` plugin.
+
+During a crawl, every successful HTML or plain-text page goes to a writer process that
+keeps a whoosh index in ``ARCHIVE/index/``; ``archiver search`` queries it (also while
+the crawl runs) and ``archiver reindex`` rebuilds it from WARC files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archiver.errors import ConfigError
+from archiver.hookspecs import hookimpl
+
+from .extract import is_indexable
+from .feeder import IndexFeeder, Options
+from .store import Capture
+
+if TYPE_CHECKING:
+    import click
+    import pluggy
+
+    from archiver.config import Config
+    from archiver.model import Crawl, Link, Page
+
+FEEDER_KEY = "index.feeder"
+
+_KEYS: dict[str, tuple[type, float]] = {
+    "batch_size": (int, 1),
+    "batch_seconds": (float, 0.1),
+    "queue_size": (int, 1),
+    "max_chars": (int, 1000),
+    "wait": (bool, 0),
+}
+
+
+def parse_options(table: Mapping[str, Any]) -> Options:
+    """Check `[plugins.index]`; a typo or a bad value names the key."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "enabled":
+            continue
+        if key not in _KEYS:
+            raise ConfigError(
+                f"plugins.index: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})"
+            )
+        kind, floor = _KEYS[key]
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"plugins.index.{key}: expected true or false, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"plugins.index.{key}: expected a number, got {value!r}")
+        elif kind is int and not isinstance(value, int):
+            raise ConfigError(f"plugins.index.{key}: expected a whole number, got {value!r}")
+        elif value < floor:
+            raise ConfigError(f"plugins.index.{key}: must be at least {floor}, got {value!r}")
+        values[key] = float(value) if kind is float else value
+    return Options(**values)
+
+
+def capture_time(page: Page) -> str:
+    """14-digit UTC time, truncated to the second like WARC-Date and CDXJ timestamps."""
+    fetched = page.fetched_at
+    if fetched.tzinfo is not None:
+        fetched = fetched.astimezone(UTC)
+    return fetched.strftime("%Y%m%d%H%M%S")
+
+
+@hookimpl
+def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    parse_options(config.plugin("index"))
+
+
+@hookimpl
+async def crawl_started(crawl: Crawl) -> None:
+    feeder = IndexFeeder(Path(crawl.archive), parse_options(crawl.plugin_config("index")))
+    await asyncio.to_thread(feeder.start)
+    crawl.extra[FEEDER_KEY] = feeder
+    crawl.stats["index.pending"] = feeder.lag
+
+
+@hookimpl
+async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
+    feeder: IndexFeeder | None = crawl.extra.get(FEEDER_KEY)
+    if feeder is None:
+        return
+    if is_indexable(page.status, page.content_type) and page.content:
+        await feeder.put(
+            Capture(
+                url=page.url,
+                time=capture_time(page),
+                status=page.status,
+                content_type=page.content_type,
+                encoding=page.encoding,
+                content=page.content,
+            )
+        )
+        crawl.stats["index.queued"] += 1
+    crawl.stats["index.pending"] = feeder.lag
+
+
+@hookimpl
+async def crawl_finished(crawl: Crawl) -> None:
+    feeder: IndexFeeder | None = crawl.extra.pop(FEEDER_KEY, None)
+    if feeder is None:
+        return
+    await asyncio.to_thread(feeder.close, crawl.interrupted)
+    crawl.stats["index.pending"] = feeder.pending
+
+
+@hookimpl
+def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
+    from .status import status_lines
+
+    return status_lines(Path(archive))
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from .commands import reindex_command, search_command
+
+    cli.add_command(search_command)
+    cli.add_command(reindex_command)

@@ -1,0 +1,379 @@
+"""Searching an archive's index: the API behind `archiver search` and the web UI.
+
+`search(archive, query)` parses the query language (words, "phrases", AND/OR/NOT,
+-word, title:, url:, site:HOST, prefixes), bounds what could run away (a wildcard that
+expands to too many words, a search that runs too long), and returns ranked hits with
+HTML snippets that whoosh's highlighter has escaped, so they are safe to embed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from whoosh import collectors, highlight, query
+from whoosh.qparser import (
+    AndGroup,
+    FieldAliasPlugin,
+    MultifieldParser,
+    PlusMinusPlugin,
+    syntax,
+)
+from whoosh.searching import ResultsPage, TimeLimit
+
+from archiver.errors import ArchiverError
+
+from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
+from .spool import pending_in
+from .store import MARKER, DamagedIndexError, _DAMAGE, damaged_message, index_root, open_index
+
+MAX_EXPANSION = 2_000
+"""A wildcard or prefix may stand for at most this many distinct words."""
+DEFAULT_TIME_LIMIT = 5.0
+_SNIPPET_WINDOW = 160
+_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
+_WORD = re.compile(r"[^\W_]+")
+
+
+class QueryError(ArchiverError):
+    """A query that cannot run as written (syntax, only stop words, too broad)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    rank: int
+    url: str
+    title: str
+    time: str
+    """Capture time, 14 digits UTC: with `url`, finds the record through the CDXJ index."""
+    snippet: str
+    """HTML: text escaped, matches in ``<b class="match termN">``; '' when not asked for."""
+    score: float
+    host: str
+    content_type: str
+    status: int
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    query: str
+    total: int
+    page: int
+    pages: int
+    limit: int
+    hits: list[Hit]
+    suggestion: str | None = None
+    """A respelled query when some words match nothing ("did you mean")."""
+    timed_out: bool = False
+    """The time limit stopped the search: `hits` are the best found by then."""
+    pending: int = 0
+    """Pages fetched but not indexed yet (a running or interrupted crawl)."""
+    notes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+def search(
+    archive: Path | str,
+    query_text: str,
+    limit: int = 10,
+    page: int = 1,
+    with_snippets: bool = True,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+) -> SearchResults:
+    """Run `query_text` against the index of `archive`; raises an ArchiverError on bad input."""
+    started = time.monotonic()
+    archive = Path(archive)
+    if limit < 1 or page < 1:
+        raise QueryError("--limit and --page must be at least 1")
+    if not query_text.strip():
+        raise QueryError("the query is empty")
+    ix = open_index(archive)
+    try:
+        with ix.searcher() as searcher:
+            return _run(
+                archive, searcher, query_text, limit, page, with_snippets, time_limit, started
+            )
+    except _DAMAGE as exc:
+        raise DamagedIndexError(damaged_message(archive)) from exc
+    finally:
+        ix.close()
+
+
+def make_parser(schema: Any) -> MultifieldParser:
+    parser = MultifieldParser(list(SEARCH_FIELDS), schema, fieldboosts=FIELD_BOOSTS, group=AndGroup)
+    parser.add_plugin(FieldAliasPlugin(FIELD_ALIASES))
+    parser.add_plugin(PlusMinusPlugin())
+    return parser
+
+
+def parse(schema: Any, query_text: str) -> Any:
+    """The whoosh query for `query_text`, or a QueryError saying what is wrong with it."""
+    parser = make_parser(schema)
+    _check_syntax(parser, query_text)
+    parsed = parser.parse(query_text)
+    leaves = list(_leaves(parsed))
+    only_url_words = all(getattr(leaf, "fieldname", None) == "urlwords" for leaf in leaves)
+    if not leaves or (only_url_words and "url:" not in query_text):
+        raise QueryError(
+            f"nothing to search for in {query_text!r}: very common words (the, of, and, ...) "
+            "are not indexed; add a more specific word"
+        )
+    return parsed
+
+
+def _check_syntax(parser: MultifieldParser, query_text: str) -> None:
+    tree = parser.process(query_text)
+    for node in _nodes(tree):
+        if isinstance(node, syntax.ErrorNode):
+            raise QueryError(f"cannot read the query {query_text!r}: {node.message}")
+    known = set(USER_FIELDS) | set(SEARCH_FIELDS) | {a for v in FIELD_ALIASES.values() for a in v}
+    for match in re.finditer(r"(?:^|[\s(])([A-Za-z_]+):(?!//)", query_text):
+        name = match.group(1)
+        if name not in known:
+            raise QueryError(
+                f"unknown field {name}: in the query (fields: {', '.join(USER_FIELDS)}); "
+                'put the whole thing in quotes to search for it as text'
+            )
+
+
+def _nodes(node: Any) -> Iterator[Any]:
+    yield node
+    if isinstance(node, syntax.GroupNode):
+        for child in node:
+            yield from _nodes(child)
+
+
+def _leaves(q: Any) -> Iterator[Any]:
+    if q.is_leaf():
+        if q is not query.NullQuery:
+            yield q
+        return
+    for child in q.children():
+        yield from _leaves(child)
+
+
+def _bound_expansions(q: Any, reader: Any, deadline: float) -> None:
+    """Refuse a wildcard or prefix that stands for too many words, before whoosh expands it."""
+    for leaf in _leaves(q):
+        if not isinstance(leaf, query.MultiTerm):
+            continue
+        count = 0
+        for count, _ in enumerate(leaf._btexts(reader), start=1):
+            if count > MAX_EXPANSION:
+                raise QueryError(
+                    f"{leaf.text!r} matches more than {MAX_EXPANSION:,} different words; "
+                    "make it more specific (a longer prefix, fewer wildcards)"
+                )
+            if count % 256 == 0 and time.monotonic() > deadline:
+                raise QueryError(
+                    f"{leaf.text!r} takes too long to expand; make it more specific "
+                    "(for example a word start like 'asyn*' instead of '*syn*')"
+                )
+
+
+def _run(
+    archive: Path,
+    searcher: Any,
+    query_text: str,
+    limit: int,
+    page: int,
+    with_snippets: bool,
+    time_limit: float,
+    started: float,
+) -> SearchResults:
+    notes: list[str] = []
+    if (index_root(archive) / MARKER).exists():
+        notes.append(
+            f"the index was rebuilt after damage and misses older pages; run: archiver reindex {archive}"
+        )
+    pending = pending_in(index_root(archive) / "spool.sqlite")
+    if searcher.doc_count() == 0:
+        return SearchResults(query_text, 0, page, 0, limit, [], pending=pending, notes=notes)
+    parsed = parse(searcher.schema, query_text)
+    deadline = started + time_limit
+    _bound_expansions(parsed, searcher.reader(), deadline)
+    inner = searcher.collector(limit=page * limit)
+    timed = collectors.TimeLimitCollector(
+        inner, timelimit=max(deadline - time.monotonic(), 0.05), use_alarm=False
+    )
+    timed_out = False
+    try:
+        searcher.search_with_collector(parsed, timed)
+    except TimeLimit:
+        timed_out = True
+    results = timed.results()
+    total = results.scored_length() if timed_out else len(results)
+    pages = max((total + limit - 1) // limit, 1)
+    hits: list[Hit] = []
+    if results.scored_length() > (page - 1) * limit:
+        results_page = ResultsPage(results, page, limit)
+        if with_snippets:
+            results.fragmenter = highlight.ContextFragmenter(maxchars=240, surround=70)
+            results.formatter = highlight.HtmlFormatter(tagname="b", between=" … ")
+        patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
+        for hit in results_page:
+            hits.append(_hit(hit, results_page.offset, patterns))
+    suggestion = None
+    if total == 0:
+        suggestion = suggest(searcher, query_text)
+    return SearchResults(
+        query=query_text,
+        total=total,
+        page=page,
+        pages=pages,
+        limit=limit,
+        hits=hits,
+        suggestion=suggestion,
+        timed_out=timed_out,
+        pending=pending,
+        notes=notes,
+        elapsed=time.monotonic() - started,
+    )
+
+
+def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:
+    fields = hit.fields()
+    snippet = ""
+    if patterns is not None:
+        snippet = _snippet(hit, fields, patterns)
+    return Hit(
+        rank=hit.rank + 1,
+        url=fields["url"],
+        title=fields.get("title") or "",
+        time=fields.get("time") or "",
+        snippet=snippet,
+        score=float(hit.score or 0.0),
+        host=fields.get("host") or "",
+        content_type=fields.get("content_type") or "",
+        status=int(fields.get("status") or 0),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Patterns:
+    """Where a query's words occur in a page's text: phrases first, then single words."""
+
+    phrase: re.Pattern[str] | None
+    words: re.Pattern[str] | None
+    strict: bool
+
+
+def _stem_prefix(word: str) -> str:
+    if len(word) > 4 and word.endswith("i"):
+        return word[:-1]  # porter: happy -> happi
+    return word
+
+
+def _word_regex(word: str) -> str:
+    return (r"\b" + re.escape(word)) if word.isascii() else re.escape(word)
+
+
+def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
+    wanted = ("text", "title", "headings", "description")
+    words: set[str] = set()
+    phrases: set[str] = set()
+    for leaf in _leaves(q):
+        if isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words:
+            parts = [str(w) for w in leaf.words]
+            if not any(p.isascii() for p in parts):
+                phrases.add(re.escape(parts[0] + "".join(p[-1] for p in parts[1:])))
+            else:
+                gap = r"(?:\W+\w{1,5}){0,2}\W+"  # stop words left out of the phrase
+                phrases.add(gap.join(_word_regex(_stem_prefix(p)) + r"\w*" for p in parts))
+        # not q.existing_terms(): it reuses its `fieldname` argument as a loop variable
+        for fieldname, term in leaf.expanded_terms(reader, phrases=True):
+            if fieldname in wanted:
+                text = term.decode("utf-8") if isinstance(term, bytes) else str(term)
+                words.add(_stem_prefix(text))
+    ordered = sorted(words, key=len, reverse=True)
+    return _Patterns(
+        phrase=re.compile("|".join(sorted(phrases)), re.IGNORECASE) if phrases else None,
+        words=re.compile("|".join(map(_word_regex, ordered)), re.IGNORECASE) if words else None,
+        strict=bool(phrases),
+    )
+
+
+def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]]:
+    windows: list[tuple[int, int]] = []
+    if pattern is None:
+        return windows
+    for match in pattern.finditer(text):
+        start = max(match.start() - _SNIPPET_WINDOW, 0)
+        end = min(match.end() + _SNIPPET_WINDOW, len(text))
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+        if len(windows) >= 3:
+            break
+    return windows
+
+
+def _snippet(hit: Any, fields: dict[str, Any], patterns: _Patterns) -> str:
+    """Highlight only the windows around the first matches: whoosh re-analyzes what it is given."""
+    excerpt = fields.get("excerpt")
+    text = zlib.decompress(excerpt).decode("utf-8", "replace") if excerpt else ""
+    strict = patterns.strict
+    windows = _windows(text, patterns.phrase)
+    if not windows:
+        strict = False
+        windows = _windows(text, patterns.words)
+    if windows:
+        piece = " … ".join(_widen(text, s, e) for s, e in windows)
+        marked = str(hit.highlights("text", text=piece, top=2, strict_phrase=strict))
+        if marked:
+            return marked
+    fallback = fields.get("description") or text[:240]
+    return escape(fallback[:240])
+
+
+def _widen(text: str, start: int, end: int) -> str:
+    """Cut at spaces so no word is split (a split word would not be highlighted)."""
+    if start > 0:
+        space = text.rfind(" ", 0, start)
+        start = space + 1 if space >= 0 and start - space < 40 else start
+    if end < len(text):
+        space = text.find(" ", end)
+        end = space if space >= 0 and space - end < 40 else end
+    return text[start:end]
+
+
+def suggest(searcher: Any, query_text: str) -> str | None:
+    """A respelled query when some of its words are in no page ("did you mean")."""
+    reader = searcher.reader()
+    analyzer = text_analyzer()
+    correctors = [searcher.corrector("spelling"), searcher.corrector("urlwords")]
+    changed = False
+    out = query_text
+
+    def present(word: str) -> bool:
+        terms = [t.text for t in analyzer(word)]
+        return bool(terms) and all(
+            any((f, t) in reader for f in ("text", "title", "headings")) for t in terms
+        )
+
+    for match in reversed(list(_WORD.finditer(query_text))):
+        word = match.group()
+        before = query_text[: match.start()]
+        if word in _OPERATORS or query_text[match.end() : match.end() + 1] == ":":
+            continue
+        if before.endswith(("site:", "host:")) or not word.isascii():
+            continue
+        lowered = word.lower()
+        if not list(analyzer(lowered)) or present(lowered):
+            continue
+        for corrector in correctors:
+            found = corrector.suggest(lowered, limit=1, maxdist=2, prefix=1)
+            if found and found[0] != lowered:
+                out = out[: match.start()] + found[0] + out[match.end() :]
+                changed = True
+                break
+    return out if changed else None

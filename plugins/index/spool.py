@@ -1,0 +1,89 @@
+"""Pages waiting to be indexed, kept on disk in ``ARCHIVE/index/spool.sqlite``.
+
+The crawl appends every indexable page here (from a thread, never the event loop) and the
+writer process reads them in order, deleting rows only after the index committed them.
+So the crawl never waits for whoosh, a slow writer only makes the spool longer, and a
+killed writer (or a Ctrl-C) loses nothing: the next writer starts from the first row left.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from .store import Capture
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    url TEXT NOT NULL,
+    time TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    content_type TEXT NOT NULL,
+    encoding TEXT,
+    content BLOB NOT NULL
+)
+"""
+
+
+class Spool:
+    """One connection to the spool; each thread or process opens its own."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+
+    def add(self, captures: Iterable[Capture]) -> int:
+        """Append pages in one transaction; returns the id of the last row."""
+        with self._db:
+            self._db.execute("BEGIN")
+            cursor = self._db.executemany(
+                "INSERT INTO pending (url, time, status, content_type, encoding, content)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (c.url, c.time, c.status, c.content_type, c.encoding, c.content)
+                    for c in captures
+                ],
+            )
+            del cursor
+            row = self._db.execute("SELECT max(id) FROM pending").fetchone()
+        return int(row[0] or 0)
+
+    def read(self, after: int, limit: int) -> list[tuple[int, Capture]]:
+        rows = self._db.execute(
+            "SELECT id, url, time, status, content_type, encoding, content FROM pending"
+            " WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit),
+        ).fetchall()
+        return [(row[0], Capture(*row[1:])) for row in rows]
+
+    def delete_upto(self, last_id: int) -> None:
+        self._db.execute("DELETE FROM pending WHERE id <= ?", (last_id,))
+
+    def pending(self) -> int:
+        """Rows not yet committed to the index: cheap (two index look-ups), not a count."""
+        low, high = self._db.execute("SELECT min(id), max(id) FROM pending").fetchone()
+        return 0 if low is None else int(high) - int(low) + 1
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def pending_in(path: Path) -> int:
+    """Pages waiting in the spool at `path`, 0 when there is none (for `status`, `search`)."""
+    if not path.exists():
+        return 0
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            low, high = db.execute("SELECT min(id), max(id) FROM pending").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+    return 0 if low is None else int(high) - int(low) + 1

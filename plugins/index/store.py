@@ -1,0 +1,188 @@
+"""Where the index lives in an archive, how it is opened, and how documents are made.
+
+Layout: ``ARCHIVE/index/whoosh/`` holds the whoosh index, ``ARCHIVE/index/spool.sqlite``
+the pages waiting to be indexed, ``ARCHIVE/index/writer.lock`` the lock every index
+writer holds (an ``flock``: the kernel frees it when its process dies, so a killed
+writer never leaves a stale lock behind).  whoosh never fsyncs and a power loss can
+leave a zero-length table of contents that makes ``open_dir`` raise ``TypeError``:
+such an index is reported as damaged, and the WARC files rebuild it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from whoosh import index as whoosh_index
+
+from archiver.errors import ArchiveError, ArchiveLockedError
+
+from .extract import extract
+from .schema import make_schema, site_terms
+
+INDEX_NAME = "MAIN"
+MARKER = "REINDEX-NEEDED"
+DEFAULT_MAX_CHARS = 200_000
+
+
+class DamagedIndexError(ArchiveError):
+    """The whoosh files cannot be read (cut short by a crash or a power loss)."""
+
+
+class MissingIndexError(ArchiveError):
+    """The archive has no search index (yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One successful page as the writer receives it: what the crawl or a WARC record gave."""
+
+    url: str
+    time: str
+    """Capture time, 14 digits (UTC), equal to the WARC-Date of its record to the second."""
+    status: int
+    content_type: str
+    encoding: str | None
+    content: bytes
+
+
+def index_root(archive: Path) -> Path:
+    return archive / "index"
+
+
+def whoosh_dir(archive: Path) -> Path:
+    return index_root(archive) / "whoosh"
+
+
+def spool_path(archive: Path) -> Path:
+    return index_root(archive) / "spool.sqlite"
+
+
+_DAMAGE = (TypeError, EOFError, ValueError, struct.error, KeyError, IndexError, zlib.error)
+
+
+def damaged_message(archive: Path) -> str:
+    return (
+        f"the search index of {archive} is damaged (a crash or a power loss cut it short); "
+        f"rebuild it from the WARC files with: archiver reindex {archive}"
+    )
+
+
+def open_index(archive: Path) -> Any:
+    """Open the index for reading; a clear error when it is missing or cannot be read."""
+    folder = whoosh_dir(archive)
+    if not folder.is_dir():
+        raise MissingIndexError(
+            f"{archive} has no search index: crawl with the index plugin enabled, "
+            f"or build one with: archiver reindex {archive}"
+        )
+    try:
+        ix = whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
+        ix.doc_count()
+    except whoosh_index.EmptyIndexError:
+        raise MissingIndexError(
+            f"{archive} has no search index yet; build one with: archiver reindex {archive}"
+        ) from None
+    except (*_DAMAGE, FileNotFoundError) as exc:
+        raise DamagedIndexError(damaged_message(archive)) from exc
+    return ix
+
+
+def open_or_create(folder: Path) -> tuple[Any, str | None]:
+    """Open the index in `folder` for writing, creating it when absent.
+
+    A damaged index is moved aside to ``whoosh.damaged`` and a fresh one started, so
+    the crawl keeps indexing; the returned note says so, and a marker file tells
+    ``search`` and ``status`` that older pages need ``archiver reindex``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        if whoosh_index.exists_in(str(folder), indexname=INDEX_NAME):
+            ix = whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
+            ix.doc_count()
+            return ix, None
+    except (*_DAMAGE, FileNotFoundError):
+        aside = folder.with_name(folder.name + ".damaged")
+        _remove_tree(aside)
+        folder.rename(aside)
+        folder.mkdir()
+        (folder.parent / MARKER).write_text(
+            "the index was damaged and restarted; pages indexed before are missing\n"
+        )
+        note = "search index was damaged; started a new one (run `archiver reindex` for older pages)"
+        return whoosh_index.create_in(str(folder), make_schema(), indexname=INDEX_NAME), note
+    return whoosh_index.create_in(str(folder), make_schema(), indexname=INDEX_NAME), None
+
+
+def _remove_tree(path: Path) -> None:
+    if not path.exists():
+        return
+    for child in path.iterdir():
+        if child.is_dir():
+            _remove_tree(child)
+        else:
+            child.unlink()
+    path.rmdir()
+
+
+class WriterLock:
+    """The one index writer of an archive: an exclusive ``flock`` on ``index/writer.lock``."""
+
+    def __init__(self, archive: Path) -> None:
+        self.path = index_root(archive) / "writer.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f" (process {holder})" if holder else ""
+            raise ArchiveLockedError(
+                f"the index of {self.path.parent.parent} is being written by another process{who}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def make_document(capture: Capture, max_chars: int = DEFAULT_MAX_CHARS) -> dict[str, Any]:
+    """The fields whoosh stores and indexes for one capture (parses the HTML)."""
+    found = extract(capture.content, capture.content_type, capture.encoding, max_chars)
+    host = (urlsplit(capture.url).hostname or "").lower()
+    return {
+        "url": capture.url,
+        "urlwords": capture.url,
+        "title": found.title,
+        "headings": found.headings,
+        "description": found.description,
+        "text": found.text,
+        "spelling": f"{found.title} {found.headings} {found.description}",
+        "site": site_terms(host) if host else "",
+        "host": host,
+        "content_type": capture.content_type,
+        "status": capture.status,
+        "time": capture.time,
+        "excerpt": zlib.compress(found.text.encode("utf-8"), 1),
+    }

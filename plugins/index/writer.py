@@ -1,0 +1,186 @@
+"""The index writer: a process of its own that turns spooled pages into whoosh documents.
+
+Run as ``python -m archiver_plugins.index.writer ARCHIVE``.  It parses HTML and feeds
+whoosh (pure Python, ~100 pages/s), so it must not share the crawl's GIL.  It commits
+every `batch_size` pages or `batch_seconds`, whichever comes first, so `archiver search`
+sees a running crawl's pages.  Its standard input is the control channel: a line
+``drain`` means "index everything spooled, commit, exit"; ``stop`` (or end of input, as
+when the crawl process died) means "commit what you have and exit".  Ctrl-C in the
+terminal reaches every process of the group: the writer ignores it and waits for the
+crawl to say ``stop``, so an interrupted crawl still commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .spool import Spool
+from .store import (
+    DEFAULT_MAX_CHARS,
+    Capture,
+    WriterLock,
+    make_document,
+    open_or_create,
+    spool_path,
+    whoosh_dir,
+)
+
+log = logging.getLogger("archiver.index")
+
+WRITER_MEMORY_MB = 128
+
+
+class Batcher:
+    """Adds documents and commits in batches; also used by `reindex` in its own process."""
+
+    def __init__(self, ix: Any, batch_size: int, batch_seconds: float, max_chars: int) -> None:
+        self.ix = ix
+        self.batch_size = batch_size
+        self.batch_seconds = batch_seconds
+        self.max_chars = max_chars
+        self._writer: Any = None
+        self.uncommitted = 0
+        self.indexed = 0
+        self.skipped = 0
+        self._since = 0.0
+
+    def add(self, capture: Capture, *, replace: bool = True) -> None:
+        try:
+            document = make_document(capture, self.max_chars)
+        except Exception as exc:  # one broken page must not stop the index
+            log.warning("index: skipped %s: %s", capture.url, exc)
+            self.skipped += 1
+            return
+        if self._writer is None:
+            self._writer = self.ix.writer(limitmb=WRITER_MEMORY_MB, timeout=30.0)
+            self._since = time.monotonic()
+        if replace:
+            self._writer.update_document(**document)
+        else:
+            self._writer.add_document(**document)
+        self.uncommitted += 1
+
+    def due(self) -> bool:
+        if not self.uncommitted:
+            return False
+        return (
+            self.uncommitted >= self.batch_size
+            or time.monotonic() - self._since >= self.batch_seconds
+        )
+
+    def commit(self) -> int:
+        """Commit what was added; returns how many documents that was."""
+        if self._writer is None:
+            return 0
+        self._writer.commit()
+        done, self.uncommitted, self._writer = self.uncommitted, 0, None
+        self.indexed += done
+        return done
+
+    def cancel(self) -> None:
+        if self._writer is not None:
+            self._writer.cancel()
+            self._writer = None
+            self.uncommitted = 0
+
+
+class _Control:
+    """What the crawl asked for on standard input: None (keep going), 'drain' or 'stop'."""
+
+    def __init__(self) -> None:
+        self.mode: str | None = None
+        self.wake = threading.Event()
+
+    def listen(self) -> None:
+        for line in sys.stdin:
+            word = line.strip()
+            if word in ("drain", "stop"):
+                self.mode = word
+                self.wake.set()
+                if word == "stop":
+                    return
+        if self.mode is None:
+            self.mode = "stop"
+        self.wake.set()
+
+
+def run(archive: Path, batch_size: int, batch_seconds: float, max_chars: int) -> int:
+    control = _Control()
+    threading.Thread(target=control.listen, name="index-control", daemon=True).start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: _set_stop(control))
+    parent = os.getppid()
+    lock = WriterLock(archive)
+    _acquire(lock, control)
+    ix, note = open_or_create(whoosh_dir(archive))
+    if note:
+        print(f"archiver: {note}", file=sys.stderr, flush=True)
+    spool = Spool(spool_path(archive))
+    batcher = Batcher(ix, batch_size, batch_seconds, max_chars)
+    last = 0
+    try:
+        while control.mode != "stop":
+            rows = spool.read(after=last, limit=32)
+            for row_id, capture in rows:
+                batcher.add(capture)
+                last = row_id
+                if control.mode == "stop":
+                    break
+            if batcher.due() or (not rows and control.mode == "drain"):
+                batcher.commit()
+                spool.delete_upto(last)
+            if rows:
+                continue
+            if control.mode == "drain":
+                break
+            if os.getppid() != parent:
+                break
+            control.wake.wait(0.2)
+        batcher.commit()
+        spool.delete_upto(last)
+    finally:
+        spool.close()
+        ix.close()
+        lock.release()
+    return 0
+
+
+def _set_stop(control: _Control) -> None:
+    control.mode = "stop"
+    control.wake.set()
+
+
+def _acquire(lock: WriterLock, control: _Control) -> None:
+    """Wait for a previous writer (or a `reindex`) that is still committing."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            lock.acquire()
+            return
+        except Exception:
+            if time.monotonic() > deadline or control.mode == "stop":
+                raise
+            time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="archiver-index-writer")
+    parser.add_argument("archive", type=Path)
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--batch-seconds", type=float, default=10.0)
+    parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="archiver: %(message)s")
+    return run(args.archive, args.batch_size, args.batch_seconds, args.max_chars)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
