@@ -13,6 +13,7 @@ import contextlib
 import logging
 import random
 import signal
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,9 +27,11 @@ from .crawllog import CrawlLog, UrlRecord, write_report
 from .errors import FetchError, SeedError
 from .fetcher import RETRYABLE_KINDS, default_headers, fetch, open_session
 from .frontier import Frontier, Item, make_frontier
+from .lock import ArchiveLock
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import HostLimiter
+from .resume import reconcile
 from .urls import Scope, canonical_key, clean_url
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,16 @@ class Crawler:
             self.crawl.interrupted = True
             self._stopping.set()
 
+    async def follow_stored(self, item: Item, page: Page) -> int:
+        """Queue what an already archived page links to, as `_process` would, without archiving it.
+
+        Resume uses it for pages whose records reached the WARC before a crash but whose
+        URL was not yet marked done.
+        """
+        if page.is_redirect:
+            return await self._follow_redirect(item, page)
+        return await self._add_links(self._extract(page), item, page.url)
+
     async def run(self) -> Crawl:
         crawl = self.crawl
         self.log.open()
@@ -83,6 +96,8 @@ class Crawler:
             async with open_session(self.config) as session:
                 self._session = session
                 await self.hooks.crawl_started(crawl)
+                if crawl.resumed:
+                    await reconcile(self)
                 await self._seed()
                 await self._run_workers()
         finally:
@@ -338,12 +353,18 @@ async def run_crawl(
     """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`)."""
     hooks = Hooks(pm)
     hooks.configure(config)
-    archive = prepare_archive(config)
-    frontier = make_frontier(config, archive)
+    lock = ArchiveLock(Path(config.output)).acquire() if config.output else None
+    try:
+        archive = prepare_archive(config)
+        frontier = make_frontier(config, archive)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     crawler = Crawler(config, hooks, frontier, archive)
     loop = asyncio.get_running_loop()
     installed = []
-    if install_signals:
+    if install_signals and threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
 
             def on_signal(signum: int = signum) -> None:
@@ -372,3 +393,5 @@ async def run_crawl(
                 await bar
         for signum in installed:
             loop.remove_signal_handler(signum)
+        if lock is not None:
+            lock.release()

@@ -51,7 +51,17 @@ def make_plugin_manager(
             raise ConfigError(f"cannot disable plugin {name!r}: no such plugin (installed: {installed})")
         pm.set_blocked(name)
     if autoload and not os.environ.get(AUTOLOAD_OFF_VARIABLE):
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if pm.is_blocked(entry_point.name) or pm.has_plugin(entry_point.name):
+                continue
+            try:
+                plugin = entry_point.load()
+            except Exception as exc:
+                raise ConfigError(
+                    f"plugin {entry_point.name!r} ({entry_point.value}) failed to load: {exc}"
+                    f" (disable it with --disable-plugin {entry_point.name})"
+                ) from exc
+            pm.register(plugin, name=entry_point.name)
     for module_name in modules:
         if pm.is_blocked(module_name) or pm.has_plugin(module_name):
             continue
@@ -71,15 +81,17 @@ def make_plugin_manager(
 
 def plugin_versions(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
     """(name, version, hooks) for every registered plugin, for ``archiver plugins``."""
-    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    versions = {
+        ep.name: ep.dist.version
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+        if ep.dist is not None
+    }
     rows = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
             continue
-        dist = dists.get(id(plugin))
-        version = dist.version if dist is not None else ""
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
-        rows.append((name, version, hooks))
+        rows.append((name, versions.get(name, ""), hooks))
     return sorted(rows)
 
 
