@@ -12,11 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
-
 from archiver_plugins.warc import open_archive
 from archiver_plugins.warc.verify import truncate_to_last_good, verify_file
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 
 def make_warc(path: Path, count: int = 4, gzip: bool = True) -> list[int]:

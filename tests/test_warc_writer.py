@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archiver_plugins.warc import WarcWriter, open_archive
+from archiver_plugins.warc.settings import WarcSettings, parse_settings
+from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl, Link, LinkKind, Page
-from archiver_plugins.warc import WarcWriter, open_archive
-from archiver_plugins.warc.settings import WarcSettings, parse_settings
-from archiver_plugins.warc.verify import verify_file
 
 ROOT = "http://127.0.0.1:8080/"
 
@@ -258,11 +258,13 @@ async def test_awkward_responses_are_archived_faithfully(
     assert b"Injected: yes" in raw and b"\r\nInjected: yes" not in raw
     assert "line break" in caplog.text
     responses = {
-        r["warc"]["WARC-Target-URI"]: r
-        for r in records(files[0])
-        if r["type"] in ("response", "revisit")
+        r["warc"]["WARC-Target-URI"]: r for r in records(files[0]) if r["type"] in ("response", "revisit")
     }
-    assert responses[ROOT + "cookies"]["http"] == [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"), ("set-cookie", "c=3")]
+    assert responses[ROOT + "cookies"]["http"] == [
+        ("Set-Cookie", "a=1"),
+        ("Set-Cookie", "b=2"),
+        ("set-cookie", "c=3"),
+    ]
     assert responses[ROOT + "nocontent"]["statusline"] == "204 No Content"
     assert responses[ROOT + "notmodified"]["payload"] == b""
     assert responses[ROOT + "long"]["http"] == [("X-Long", long_value)]
@@ -327,7 +329,7 @@ def test_configure_registers_one_writer_per_run() -> None:
     hooks.configure(Config(plugins={"warc": {"gzip_level": 2}}))
     writers = [p for p in pm.get_plugins() if isinstance(p, WarcWriter)]
     assert len(writers) == 1 and writers[0].settings.gzip_level == 2
-    with pytest.raises(ConfigError, match="plugins.warc.nope"):
+    with pytest.raises(ConfigError, match=r"plugins\.warc\.nope"):
         hooks.configure(Config(plugins={"warc": {"nope": 1}}))
 
 

@@ -85,22 +85,28 @@ class WarcWriter:
         if self.rotator is None or self._slots is None or self._lock is None:
             raise ArchiveError("WARC writer used before crawl_started")
         async with self._slots:
-            records = await asyncio.to_thread(
-                self.maker.page,
-                page,
-                links,
-                self.originals,
-                dedup=self.settings.dedup,
-                metadata=self.settings.metadata,
-            )
+            records = await self._build(page, links)
             async with self._lock:
+                if records.digest is not None and records.digest in self.originals:
+                    # an identical payload was written while this one was compressed
+                    records = await self._build(page, links)
                 await asyncio.to_thread(self._write, records)
-        if records.digest and records.original and records.digest not in self.originals:
-            self.originals[records.digest] = records.original
+                if records.digest is not None and records.original is not None:
+                    self.originals.setdefault(records.digest, records.original)
         crawl.stats["warc.records"] += len(records.records)
         crawl.stats["warc.bytes"] += records.size
         if any(r.record_type == "revisit" for r in records.records):
             crawl.stats["warc.revisits"] += 1
+
+    async def _build(self, page: Page, links: Sequence[Link]) -> PageRecords:
+        return await asyncio.to_thread(
+            self.maker.page,
+            page,
+            links,
+            self.originals,
+            dedup=self.settings.dedup,
+            metadata=self.settings.metadata,
+        )
 
     @hookimpl
     async def crawl_finished(self, crawl: Crawl) -> None:
