@@ -64,7 +64,8 @@ class Config:
     # [politeness]
     robots: bool = True
     per_host_concurrency: int = 4
-    delay: float = 0.25
+    delay: float = -1.0
+    """Seconds between two requests to one host; negative = auto (robots.txt Crawl-delay, else 0.25)."""
     retry_after_max: float = 300.0
     adaptive_throttle: bool = False
     allow_private_redirects: bool = False
@@ -142,6 +143,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 
 _FIELD_TYPES = typing.get_type_hints(Config)
 _MINIMUM_ONE = {"max_tasks", "max_tries", "per_host_concurrency"}
+_NEGATIVE_MEANS_AUTO = {"delay"}
 
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
@@ -185,7 +187,7 @@ def _check_values(config: Config) -> None:
         value = getattr(config, name)
         if isinstance(value, int | float) and not isinstance(value, bool):
             floor = 1 if name in _MINIMUM_ONE else 0
-            if value < floor:
+            if value < floor and name not in _NEGATIVE_MEANS_AUTO:
                 raise ConfigError(f"{name}: must be at least {floor}, got {value}")
     for name in ("include", "exclude"):
         for pattern in getattr(config, name):

@@ -16,12 +16,14 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from .config import Config
 from .decode import choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
+from .guard import AddressRefused
 from .model import Page
 from .urls import wire_url
 
@@ -32,9 +34,12 @@ RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
 
 
 @asynccontextmanager
-async def open_session(config: Config) -> AsyncIterator[aiohttp.ClientSession]:
+async def open_session(
+    config: Config, resolver: AbstractResolver | None = None
+) -> AsyncIterator[aiohttp.ClientSession]:
     """One pooled session per crawl, created inside the running loop."""
     connector = aiohttp.TCPConnector(
+        resolver=resolver,
         limit=max(config.max_tasks, 1),
         limit_per_host=0,
         ttl_dns_cache=300,
@@ -70,6 +75,8 @@ def default_headers(config: Config) -> dict[str, str]:
 
 
 def _failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, AddressRefused):
+        return "refused"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return "dns"
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
@@ -84,6 +91,8 @@ def _failure_kind(exc: BaseException) -> str:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError) and not str(exc):
         return "timed out"
+    if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, AddressRefused):
+        return f"address guard: {exc.os_error}"
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"cannot connect: {exc.os_error.strerror or exc.os_error}"
     text = str(exc) or type(exc).__name__
@@ -107,6 +116,12 @@ async def _read_body(
         except TimeoutError:
             if time.monotonic() >= deadline:
                 return b"".join(chunks), "time"
+            raise
+        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, ConnectionError):
+            # A body cut by the server is kept (WARC-Truncated: disconnect); the crawler
+            # retries it while tries remain.
+            if chunks:
+                return b"".join(chunks), "disconnect"
             raise
         if not chunk:
             return b"".join(chunks), None

@@ -1,6 +1,9 @@
-"""Per-host manners: how many requests at once and how far apart.
+"""Per-host manners: how many requests at once, how far apart, and when to back off.
 
-One `HostLimiter` per crawl; a worker holds a host's slot for the whole exchange.
+One `HostLimiter` per crawl; a worker holds a host's slot for the whole exchange.  The gap
+between two requests to a host is, in order of precedence: the user's `delay`, else the
+host's robots.txt `Crawl-delay`, else `DEFAULT_DELAY`; the adaptive throttle may only
+lengthen it, and a `Retry-After` or an unavailable robots.txt pauses the host outright.
 """
 
 from __future__ import annotations
@@ -9,26 +12,41 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from .config import Config
 from .urls import site_of
 
+DEFAULT_DELAY = 0.25
+"""The gap used when `delay` is auto (negative) and robots.txt names no Crawl-delay."""
+
+THROTTLE_MAX_DELAY = 60.0
+"""The adaptive throttle never spaces requests further apart than this (Scrapy's default)."""
+
+RETRY_STATUSES = frozenset({429, 503})
+
 
 class _HostState:
-    __slots__ = ("next_start", "pause_until", "slots")
+    __slots__ = ("delay", "latency", "next_start", "pause_until", "slots")
 
     def __init__(self, concurrency: int) -> None:
         self.slots = asyncio.Semaphore(concurrency)
         self.next_start = 0.0
         self.pause_until = 0.0
+        self.delay: float | None = None
+        self.latency: float | None = None
 
 
 class HostLimiter:
-    """At most `per_host_concurrency` requests per host, starting at least `delay` seconds apart."""
+    """At most `per_host_concurrency` requests per host, starting at least a delay apart."""
 
     def __init__(self, config: Config) -> None:
         self.concurrency = config.per_host_concurrency
-        self.delay = config.delay
+        self.user_delay = config.delay if config.delay >= 0 else None
+        self.delay = self.user_delay if self.user_delay is not None else DEFAULT_DELAY
+        self.adaptive = config.adaptive_throttle
+        self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
 
     def _state(self, url: str) -> _HostState:
@@ -43,11 +61,43 @@ class HostLimiter:
         state = self._state(url)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
 
+    def set_crawl_delay(self, url: str, seconds: float) -> bool:
+        """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
+        if self.user_delay is not None:
+            return False
+        self._state(url).delay = max(seconds, 0.0)
+        return True
+
+    def host_delay(self, url: str) -> float:
+        """The gap now kept between two requests to the host of `url`."""
+        state = self._state(url)
+        base = self.delay if state.delay is None else state.delay
+        if self.adaptive and state.latency is not None:
+            return max(base, min(state.latency, self.max_delay))
+        return base
+
+    def observe(self, url: str, latency: float, status: int | None) -> None:
+        """Feed the adaptive throttle: the gap follows the host's latency, as Scrapy's AutoThrottle.
+
+        The gap moves halfway towards the latest latency; an error response may only
+        lengthen it, so a server failing fast cannot speed the crawl up.
+        """
+        if not self.adaptive:
+            return
+        state = self._state(url)
+        if state.latency is None:
+            state.latency = latency
+            return
+        target = (state.latency + latency) / 2
+        if status is None or status >= 400:
+            target = max(target, state.latency)
+        state.latency = min(target, self.max_delay)
+
     @asynccontextmanager
     async def slot(self, url: str, delay: float | None = None) -> AsyncIterator[None]:
         state = self._state(url)
         async with state.slots:
-            gap = self.delay if delay is None else delay
+            gap = self.host_delay(url) if delay is None else delay
             while True:
                 now = time.monotonic()
                 start = max(now, state.next_start, state.pause_until)
@@ -56,3 +106,22 @@ class HostLimiter:
                 await asyncio.sleep(start - now)
             state.next_start = time.monotonic() + gap
             yield
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP date); None if unusable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    delta = (when - (now or datetime.now(UTC))).total_seconds()
+    return max(delta, 0.0)

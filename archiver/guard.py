@@ -1,0 +1,158 @@
+"""The address guard: keeps a crawl that started on the public web out of private networks.
+
+A page or a redirect can point at `http://169.254.169.254/` (a cloud metadata service),
+at `10.0.0.1` or at a name that resolves there (`0xa9fea9fe`, or a DNS record made for
+the purpose), and a crawler run as a service would fetch it for whoever submitted the
+root.  So the check is made on the *resolved* address, inside the connector's resolver,
+before any connection is opened: a host whose every address is refused is never
+contacted.  Literal IP addresses never reach the resolver (aiohttp connects to them
+directly), so the crawler checks those when the URL is found.
+
+The rule: a root may be anywhere; any other URL may only reach the classes of address
+the roots themselves are in (public addresses are always fine).  A crawl of
+`http://127.0.0.1:8080/` may follow links to other loopback ports; a crawl of a public
+site may not reach loopback, private or link-local space.  `allow_private_redirects`
+lifts the rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+PUBLIC = "public"
+LOOPBACK = "loopback"
+PRIVATE = "private"
+LINK_LOCAL = "link-local"
+SPECIAL = "special-purpose"
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+class AddressRefused(OSError):
+    """A host resolved only to addresses this crawl may not reach."""
+
+
+def address_class(address: Address) -> str:
+    """Which kind of network `address` belongs to, for the guard's rule."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return LOOPBACK
+    if address.is_link_local:
+        return LINK_LOCAL
+    if address.is_unspecified or address.is_multicast or address.is_reserved:
+        return SPECIAL
+    if isinstance(address, ipaddress.IPv4Address) and address in _CGNAT:
+        return PRIVATE
+    if address.is_private:
+        return PRIVATE if not address.is_global else PUBLIC
+    return PUBLIC
+
+
+def literal_address(host: str) -> Address | None:
+    """`host` as an IP address when it is written as one in the URL, else None."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+class AddressGuard:
+    """Decides which resolved addresses a crawl may connect to; see the module docstring."""
+
+    def __init__(self, roots: Iterable[str], *, allow_all: bool = False) -> None:
+        self.allow_all = allow_all
+        self.root_hosts: set[str] = set()
+        self.allowed_classes: set[str] = {PUBLIC}
+        for root in roots:
+            host = (urlsplit(root).hostname or "").lower().rstrip(".")
+            if not host:
+                continue
+            self.root_hosts.add(host)
+            address = literal_address(host)
+            if address is not None:
+                self.allowed_classes.add(address_class(address))
+
+    async def learn_roots(self, resolver: AbstractResolver) -> None:
+        """Resolve the roots' host names once, so their address classes are allowed too."""
+        for host in self.root_hosts:
+            if literal_address(host) is not None:
+                continue
+            try:
+                results = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+            except OSError:
+                continue
+            for result in results:
+                address = literal_address(result["host"])
+                if address is not None:
+                    self.allowed_classes.add(address_class(address))
+
+    def refusal(self, host: str, address: Address) -> str | None:
+        """Why `host` may not be reached at `address`, or None."""
+        if self.allow_all or host.lower().rstrip(".") in self.root_hosts:
+            return None
+        kind = address_class(address)
+        if kind in self.allowed_classes:
+            return None
+        return (
+            f"{address} is a {kind} address and the crawl's roots are not"
+            " (allow_private_redirects = true allows it)"
+        )
+
+    def url_refusal(self, url: str) -> str | None:
+        """The refusal for a URL whose host is a literal IP address; None for names (checked later)."""
+        host = (urlsplit(url).hostname or "").lower()
+        address = literal_address(host)
+        if address is None:
+            return None
+        return self.refusal(host, address)
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp's threaded resolver, minus the addresses the guard refuses.
+
+    aiohttp caches what this returns per host, and the rule depends on the host only,
+    so the cache cannot let a refused address through.
+    """
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self.guard = guard
+        self._inner = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        kept: list[ResolveResult] = []
+        refused: list[str] = []
+        for result in results:
+            address = literal_address(result["host"])
+            reason = self.guard.refusal(host, address) if address is not None else None
+            if reason is None:
+                kept.append(result)
+            else:
+                refused.append(reason)
+        if not kept and refused:
+            raise AddressRefused(f"{host} resolves to {refused[0]}")
+        return kept
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def resolve_roots(guard: AddressGuard, resolver: AbstractResolver) -> None:
+    """`guard.learn_roots`, bounded in time so a dead DNS server cannot hold the start."""
+    try:
+        async with asyncio.timeout(15):
+            await guard.learn_roots(resolver)
+    except TimeoutError:
+        return
