@@ -13,7 +13,9 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -38,7 +40,7 @@ async def open_session(
     config: Config, resolver: AbstractResolver | None = None
 ) -> AsyncIterator[aiohttp.ClientSession]:
     """One pooled session per crawl, created inside the running loop."""
-    connector = aiohttp.TCPConnector(
+    connector = _PeerRecordingConnector(
         resolver=resolver,
         limit=max(config.max_tasks, 1),
         limit_per_host=0,
@@ -135,15 +137,22 @@ async def _read_body(
             return b"".join(chunks), "time"
 
 
-def _peer_of(response: aiohttp.ClientResponse) -> str | None:
-    connection = response.connection
-    transport = connection.transport if connection is not None else None
-    if transport is None:
-        return None
-    peer = transport.get_extra_info("peername")
-    if isinstance(peer, tuple) and peer:
-        return str(peer[0])
-    return None
+_peer: ContextVar[str | None] = ContextVar("archiver_peer", default=None)
+
+
+class _PeerRecordingConnector(aiohttp.TCPConnector):
+    """Notes the remote address of each connection handed out (WARC-IP-Address).
+
+    A small response is read and its connection released before the caller sees it, so
+    the address is taken here, in the requesting task's context, instead.
+    """
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        connection = await super().connect(req, traces, timeout)
+        transport = connection.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        _peer.set(str(peer[0]) if isinstance(peer, tuple) and peer else None)
+        return connection
 
 
 def _decode_headers(raw: tuple[tuple[bytes, bytes], ...]) -> tuple[tuple[str, str], ...]:
@@ -160,6 +169,7 @@ async def fetch(
     target = wire_url(item.url)
     fetched_at = datetime.now(UTC)
     started = time.monotonic()
+    _peer.set(None)
     try:
         async with asyncio.timeout(config.timeout + config.connect_timeout):
             async with session.get(
@@ -168,7 +178,7 @@ async def fetch(
                 allow_redirects=False,
                 compress=None,
             ) as response:
-                peer = _peer_of(response)
+                peer = _peer.get()
                 body, truncated = await _read_body(response, config, started)
                 if truncated:
                     response.close()
