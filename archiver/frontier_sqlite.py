@@ -1,0 +1,336 @@
+"""The default frontier: the seen set and the queue in `state.sqlite` inside the archive.
+
+Memory stays flat however large the crawl grows: the seen set is the table's unique
+index on disk, and only a small window of the queue (one leased batch) is held in
+memory.  Writes are executed in program order on one connection and committed in
+batches (every `COMMIT_EVERY` changes or `COMMIT_SECONDS`), so a crash loses at most a
+suffix of recent changes, never a change without the ones before it.
+
+That ordering is what makes resuming safe.  A URL moves queued -> in flight -> done or
+failed.  Items are leased from the queue in batches and the lease is written as the
+"in flight" state, so after a crash every URL that might have been fetched is still in
+flight on disk.  `open()` puts those back in the queue and remembers them in
+`recovered`, so resume can look for their records in the WARC files and mark the ones
+already archived done (`mark_done`) instead of fetching them twice.
+
+SQLite runs on the event loop thread: each call is a few indexed statements on a
+WAL database with ``synchronous=NORMAL`` (no fsync per commit), which costs less than
+handing the work to a thread (see bench/bench_frontier.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ArchiveError
+from .frontier import Counts, Item
+from .model import LinkKind
+
+STATE_NAME = "state.sqlite"
+SCHEMA_VERSION = 1
+
+QUEUED, IN_FLIGHT, DONE, FAILED = 0, 1, 2, 3
+STATE_NAMES = {QUEUED: "queued", IN_FLIGHT: "in_flight", DONE: "done", FAILED: "failed"}
+
+COMMIT_EVERY = 2000
+"""Changes per transaction at most: bounds what a crash can lose and the WAL's growth."""
+COMMIT_SECONDS = 0.5
+"""A pending change is committed within this time even when the crawl is idle."""
+LEASE_SIZE = 256
+"""Queued items taken into memory (and marked in flight on disk) at once."""
+_IN_CHUNK = 500
+"""Keys per `IN (...)` look-up: far below SQLite's limit on bound parameters."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS urls (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    url TEXT,
+    depth INTEGER NOT NULL,
+    redirects_left INTEGER NOT NULL,
+    referrer TEXT,
+    kind TEXT NOT NULL,
+    state INTEGER NOT NULL DEFAULT 0,
+    taken_at REAL
+);
+CREATE INDEX IF NOT EXISTS urls_queued ON urls(id) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(id) WHERE state = 1;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """A URL that was in flight when the previous run stopped, and when it was taken."""
+
+    key: str
+    item: Item
+    taken_at: float
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """A connection with the settings every user of `state.sqlite` needs."""
+    if readonly:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    else:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=5000")
+    return db
+
+
+def read_counts(path: Path) -> Counts:
+    """Totals saved in `path` by the last commit, read without disturbing a running crawl."""
+    db = connect(path, readonly=True)
+    try:
+        rows = dict(db.execute("SELECT name, value FROM meta WHERE name LIKE 'count_%'").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise ArchiveError(f"{path}: not a crawl state database ({exc})") from None
+    finally:
+        db.close()
+    queued, in_flight = int(rows.get("count_queued", 0)), int(rows.get("count_in_flight", 0))
+    done, failed = int(rows.get("count_done", 0)), int(rows.get("count_failed", 0))
+    return Counts(queued, in_flight, done, failed, queued + in_flight + done + failed)
+
+
+class SqliteFrontier:
+    """A `Frontier` kept in an SQLite file; see the module docstring for the guarantees."""
+
+    def __init__(self, path: Path, *, lease_size: int = LEASE_SIZE) -> None:
+        self.path = path
+        self.lease_size = lease_size
+        self.recovered: list[Recovered] = []
+        self._db: sqlite3.Connection | None = None
+        self._lease: collections.deque[tuple[int, str, Item]] = collections.deque()
+        self._taken: dict[Item, tuple[int, str]] = {}
+        self._state = {QUEUED: 0, IN_FLIGHT: 0, DONE: 0, FAILED: 0}
+        """Logical totals: leased items still waiting in memory count as queued."""
+        self._pending = 0
+        self._first_pending = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._changed = asyncio.Condition()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            db = connect(self.path)
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise ArchiveError(f"{self.path}: cannot open the crawl state ({exc})") from None
+        self._db = db
+        version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        if version is not None and int(version[0]) != SCHEMA_VERSION:
+            raise ArchiveError(
+                f"{self.path}: state of schema {version[0]}, this version reads {SCHEMA_VERSION}"
+            )
+        db.execute("BEGIN")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        self.recovered = [
+            Recovered(key, _item(url or key, depth, left, referrer, kind), taken_at or 0.0)
+            for key, url, depth, left, referrer, kind, taken_at in db.execute(
+                "SELECT key, url, depth, redirects_left, referrer, kind, taken_at"
+                " FROM urls WHERE state = 1 ORDER BY id"
+            )
+        ]
+        db.execute("UPDATE urls SET state = 0, taken_at = NULL WHERE state = 1")
+        for state, count in db.execute("SELECT state, count(*) FROM urls GROUP BY state"):
+            self._state[state] = count
+        self._save_counts()
+        db.execute("COMMIT")
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        db, self._db = self._db, None
+        if db is None:
+            return
+        if db.in_transaction:
+            db.execute("COMMIT")
+        db.execute("BEGIN")
+        # Leased but never handed out: back to the queue, so the file says exactly what is left.
+        db.executemany(
+            "UPDATE urls SET state = 0, taken_at = NULL WHERE id = ?", ((i,) for i, _, _ in self._lease)
+        )
+        self._lease.clear()
+        self._save_counts(db)
+        db.execute("COMMIT")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def add(self, entries: Sequence[tuple[str, Item]]) -> list[bool]:
+        db = self._write()
+        keys = [key for key, _ in entries]
+        known = set(self._existing(db, keys))
+        added: list[bool] = []
+        rows = []
+        for key, item in entries:
+            new = key not in known
+            if new:
+                known.add(key)
+                rows.append(
+                    (
+                        key,
+                        None if item.url == key else item.url,
+                        item.depth,
+                        item.redirects_left,
+                        item.referrer,
+                        str(item.kind),
+                    )
+                )
+            added.append(new)
+        if rows:
+            db.executemany(
+                "INSERT INTO urls (key, url, depth, redirects_left, referrer, kind)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._state[QUEUED] += len(rows)
+            self._wrote(len(rows))
+            async with self._changed:
+                self._changed.notify_all()
+        return added
+
+    async def get(self) -> Item | None:
+        async with self._changed:
+            while not self._lease:
+                if self._state[QUEUED] > 0:
+                    self._take_lease()
+                    continue
+                if self._state[IN_FLIGHT] == 0:
+                    self._changed.notify_all()
+                    return None
+                await self._changed.wait()
+            row_id, key, item = self._lease.popleft()
+            self._taken[item] = (row_id, key)
+            self._state[QUEUED] -= 1
+            self._state[IN_FLIGHT] += 1
+            return item
+
+    async def done(self, item: Item, *, failed: bool = False) -> None:
+        db = self._write()
+        row_id, _key = self._taken.pop(item)
+        state = FAILED if failed else DONE
+        db.execute("UPDATE urls SET state = ? WHERE id = ?", (state, row_id))
+        self._state[IN_FLIGHT] -= 1
+        self._state[state] += 1
+        self._wrote(1)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def counts(self) -> Counts:
+        s = self._state
+        return Counts(s[QUEUED], s[IN_FLIGHT], s[DONE], s[FAILED], sum(s.values()))
+
+    # -- resume ------------------------------------------------------------------------
+
+    async def mark_done(self, keys: Iterable[str]) -> int:
+        """Mark queued URLs done without fetching them (their records are already archived).
+
+        Keys of items handed out by `get` and not yet `done` are left alone.
+        """
+        db = self._write()
+        wanted = set(keys) - {key for _, key in self._taken.values()}
+        if not wanted:
+            return 0
+        self._lease = collections.deque(entry for entry in self._lease if entry[1] not in wanted)
+        marked = 0
+        ordered = sorted(wanted)
+        for start in range(0, len(ordered), _IN_CHUNK):
+            chunk = ordered[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            cursor = db.execute(
+                f"UPDATE urls SET state = 2 WHERE key IN ({marks}) AND state IN (0, 1)", chunk
+            )
+            marked += cursor.rowcount
+        self._state[QUEUED] -= marked
+        self._state[DONE] += marked
+        self._wrote(marked)
+        return marked
+
+    async def flush(self) -> None:
+        """Commit what is pending now (tests and status use it; the timer does it otherwise)."""
+        self._commit()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _write(self) -> sqlite3.Connection:
+        db = self._db
+        if db is None:
+            raise ArchiveError(f"{self.path}: the frontier is not open")
+        if not db.in_transaction:
+            db.execute("BEGIN")
+            self._first_pending = time.monotonic()
+        return db
+
+    def _wrote(self, changes: int) -> None:
+        self._pending += changes
+        if self._pending >= COMMIT_EVERY or time.monotonic() - self._first_pending >= COMMIT_SECONDS:
+            self._commit()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(COMMIT_SECONDS, self._commit)
+
+    def _commit(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        db = self._db
+        if db is None or not db.in_transaction:
+            return
+        self._save_counts(db)
+        db.execute("COMMIT")
+        self._pending = 0
+
+    def _save_counts(self, db: sqlite3.Connection | None = None) -> None:
+        """Store the totals as the file will hold them after this commit, for `archiver status`."""
+        db = db or self._db
+        assert db is not None
+        leased = len(self._lease) + len(self._taken)
+        values = {
+            "count_queued": self._state[QUEUED] - len(self._lease),
+            "count_in_flight": leased,
+            "count_done": self._state[DONE],
+            "count_failed": self._state[FAILED],
+            "updated_at": time.time(),
+        }
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+    def _existing(self, db: sqlite3.Connection, keys: list[str]) -> list[str]:
+        found: list[str] = []
+        for start in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.extend(row[0] for row in db.execute(f"SELECT key FROM urls WHERE key IN ({marks})", chunk))
+        return found
+
+    def _take_lease(self) -> None:
+        """Move the next batch of queued URLs into memory, marked in flight on disk."""
+        db = self._write()
+        rows = db.execute(
+            "SELECT id, key, url, depth, redirects_left, referrer, kind FROM urls"
+            " WHERE state = 0 ORDER BY id LIMIT ?",
+            (self.lease_size,),
+        ).fetchall()
+        if not rows:
+            raise ArchiveError(f"{self.path}: the queue count and the table disagree")
+        db.execute(
+            "UPDATE urls SET state = 1, taken_at = ? WHERE state = 0 AND id <= ?",
+            (time.time(), rows[-1][0]),
+        )
+        for row_id, key, url, depth, left, referrer, kind in rows:
+            self._lease.append((row_id, key, _item(url or key, depth, left, referrer, kind)))
+        self._wrote(len(rows))
+
+
+def _item(url: str, depth: int, redirects_left: int, referrer: str | None, kind: str) -> Item:
+    return Item(url, depth, redirects_left, referrer, LinkKind(kind))

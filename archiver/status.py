@@ -1,0 +1,140 @@
+"""`archiver status ARCHIVE`: how far a crawl got and what running it again would do.
+
+Everything is read without disturbing a crawl that may be running: the totals come
+from `state.sqlite` (saved with every commit, at most half a second old), whether a
+crawl is running from the archive's lock, and plugins add their own lines through
+the `archive_status` hook (the index plugin reports how far the index lags).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .archive import CONFIG_NAME
+from .crawllog import REPORT_NAME
+from .errors import ArchiveError, UsageError
+from .frontier import Counts
+from .frontier_sqlite import STATE_NAME, read_counts
+from .lock import Holder, is_locked, read_holder
+
+NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
+
+
+@dataclass
+class ArchiveStatus:
+    """What an archive folder says about its crawl."""
+
+    archive: Path
+    state: str
+    counts: Counts = field(default_factory=Counts)
+    frontier: str = "sqlite"
+    holder: Holder | None = None
+    stale_lock: bool = False
+    plugins: list[tuple[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "archive": str(self.archive),
+            "state": self.state,
+            "frontier": self.frontier,
+            **asdict(self.counts),
+            "pid": self.holder.pid if self.holder and self.state == RUNNING else None,
+            "stale_lock": self.stale_lock,
+            "plugins": {str(label): value for label, value in self.plugins},
+        }
+
+
+def _report_complete(archive: Path) -> bool | None:
+    try:
+        report = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return bool(report.get("complete")) if isinstance(report, dict) else None
+
+
+def archive_status(archive: Path) -> ArchiveStatus:
+    """Inspect `archive`; an absent folder is `new`, a folder that is no archive an error."""
+    if not archive.exists():
+        return ArchiveStatus(archive, NEW)
+    if not archive.is_dir():
+        raise UsageError(f"{archive} is not a folder")
+    running = is_locked(archive)
+    holder = read_holder(archive)
+    stale = holder is not None and not running
+    state_path = archive / STATE_NAME
+    if state_path.is_file():
+        try:
+            counts = read_counts(state_path)
+        except sqlite3.OperationalError as exc:
+            raise ArchiveError(f"{state_path}: cannot read the crawl state ({exc})") from None
+        if running:
+            state = RUNNING
+        elif counts.seen == 0:
+            state = NEW
+        elif counts.queued == 0 and counts.in_flight == 0:
+            state = COMPLETE
+        else:
+            state = RESUMABLE
+        return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+    if not (archive / CONFIG_NAME).is_file():
+        if any(archive.iterdir()):
+            raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
+        return ArchiveStatus(archive, NEW)
+    # A crawl with the memory frontier leaves no state: only its report can tell.
+    complete = _report_complete(archive)
+    if running:
+        state = RUNNING
+    elif complete:
+        state = COMPLETE
+    else:
+        state = NOT_RESUMABLE
+    return ArchiveStatus(archive, state, Counts(), "memory", holder, stale)
+
+
+def _describe(status: ArchiveStatus) -> str:
+    c = status.counts
+    name = status.archive
+    headline = {
+        NEW: f"{name}: no crawl yet",
+        RUNNING: f"{name}: running ({status.holder.describe() if status.holder else 'another process'})",
+        COMPLETE: f"{name}: complete",
+        RESUMABLE: f"{name}: resumable: run `archiver crawl --resume {name}` to continue",
+        NOT_RESUMABLE: f"{name}: interrupted; its crawl kept no state (memory frontier), so it cannot resume",
+    }[status.state]
+    lines = [headline]
+    if status.frontier == "sqlite" and status.state != NEW:
+        line = f"  done {c.done}, queued {c.queued}, failed {c.failed}"
+        if c.in_flight:
+            verb = "being fetched" if status.state == RUNNING else "fetched again on resume"
+            line += f", in flight {c.in_flight} ({verb})"
+        lines.append(line)
+    if status.stale_lock and status.holder is not None:
+        lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
+    lines.extend(f"  {label}: {value}" for label, value in status.plugins)
+    return "\n".join(lines)
+
+
+@click.command("status")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status_command(archive: Path, as_json: bool) -> None:
+    """Show how far the crawl in ARCHIVE got: complete, resumable or running, with counts.
+
+    Exit code 0 whatever the state; 1 when ARCHIVE cannot be read.
+    """
+    from .manager import Hooks, make_plugin_manager
+
+    if not archive.exists():
+        raise UsageError(f"no archive at {archive}")
+    status = archive_status(archive)
+    status.plugins = Hooks(make_plugin_manager()).archive_status(archive)
+    if as_json:
+        click.echo(json.dumps(status.to_json(), indent=2, default=str))
+    else:
+        click.echo(_describe(status))
