@@ -45,9 +45,7 @@ def parse_options(table: Mapping[str, Any]) -> Options:
         if key == "enabled":
             continue
         if key not in _KEYS:
-            raise ConfigError(
-                f"plugins.index: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})"
-            )
+            raise ConfigError(f"plugins.index: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
         kind, floor = _KEYS[key]
         if kind is bool:
             if not isinstance(value, bool):

@@ -110,9 +110,7 @@ def extract(content: bytes, content_type: str, encoding: str | None, max_chars: 
     for node in main.css("header"):
         if node.parent is not None and node.parent.tag in ("body", "div"):
             node.decompose()
-    headings = " ".join(
-        _clean(h.text(deep=True, separator=" ")) for h in main.css("h1, h2, h3")
-    )
+    headings = " ".join(_clean(h.text(deep=True, separator=" ")) for h in main.css("h1, h2, h3"))
     body = _clean(main.text(deep=True, separator=" "))[:max_chars]
     if not title:
         first = main.css_first("h1")

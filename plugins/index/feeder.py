@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from archiver.errors import ArchiveError
+
 from .spool import Spool
 from .store import Capture, spool_path
 
@@ -54,6 +56,7 @@ class IndexFeeder:
         self._thread: threading.Thread | None = None
         self._spool: Spool | None = None
         self._lock = threading.Lock()
+        self._error: BaseException | None = None
 
     # -- life cycle (blocking: call through asyncio.to_thread) ------------------------
 
@@ -67,7 +70,8 @@ class IndexFeeder:
     def close(self, interrupted: bool) -> None:
         """Spool what is queued, then let the writer drain (or stop, on Ctrl-C) and exit."""
         if self._thread is not None:
-            self.queue.put(_END)
+            if self._thread.is_alive():
+                self.queue.put(_END)
             self._thread.join()
         self._closing = True
         mode = "stop" if interrupted or not self.options.wait else "drain"
@@ -86,6 +90,7 @@ class IndexFeeder:
         if self._spool is not None:
             self.pending = self._spool.pending()
             self._spool.close()
+        self._check()
 
     @property
     def writer_pid(self) -> int | None:
@@ -94,10 +99,20 @@ class IndexFeeder:
     # -- the crawl's side ----------------------------------------------------------------
 
     async def put(self, capture: Capture) -> None:
+        self._check()
         try:
             self.queue.put_nowait(capture)
         except queue.Full:
-            await asyncio.to_thread(self.queue.put, capture)
+            await asyncio.to_thread(self._put_waiting, capture)
+
+    def _put_waiting(self, capture: Capture) -> None:
+        while True:
+            self._check()
+            try:
+                self.queue.put(capture, timeout=0.5)
+                return
+            except queue.Full:
+                continue
 
     @property
     def lag(self) -> int:
@@ -106,7 +121,18 @@ class IndexFeeder:
 
     # -- the spool thread ----------------------------------------------------------------
 
+    def _check(self) -> None:
+        if self._error is not None:
+            raise ArchiveError(f"cannot spool pages for the index: {self._error}")
+
     def _run(self) -> None:
+        try:
+            self._spool_pages()
+        except BaseException as exc:  # reported to the crawl by the next put()
+            self._error = exc
+            log.error("index spool failed: %s", exc)
+
+    def _spool_pages(self) -> None:
         assert self._spool is not None
         checked = 0.0
         ended = False

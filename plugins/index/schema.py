@@ -82,7 +82,7 @@ def text_analyzer() -> Any:
     return (
         RegexTokenizer()
         | LowercaseFilter()
-        | StopFilter()
+        | StopFilter(minsize=1)
         | CJKBigramFilter()
         | StemFilter(cachesize=100_000)
     )

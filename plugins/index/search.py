@@ -31,7 +31,7 @@ from archiver.errors import ArchiverError
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
 from .spool import pending_in
-from .store import MARKER, DamagedIndexError, _DAMAGE, damaged_message, index_root, open_index
+from .store import DAMAGE_ERRORS, MARKER, DamagedIndexError, damaged_message, index_root, open_index
 
 MAX_EXPANSION = 2_000
 """A wildcard or prefix may stand for at most this many distinct words."""
@@ -98,10 +98,8 @@ def search(
     ix = open_index(archive)
     try:
         with ix.searcher() as searcher:
-            return _run(
-                archive, searcher, query_text, limit, page, with_snippets, time_limit, started
-            )
-    except _DAMAGE as exc:
+            return _run(archive, searcher, query_text, limit, page, with_snippets, time_limit, started)
+    except DAMAGE_ERRORS as exc:
         raise DamagedIndexError(damaged_message(archive)) from exc
     finally:
         ix.close()
@@ -140,7 +138,7 @@ def _check_syntax(parser: MultifieldParser, query_text: str) -> None:
         if name not in known:
             raise QueryError(
                 f"unknown field {name}: in the query (fields: {', '.join(USER_FIELDS)}); "
-                'put the whole thing in quotes to search for it as text'
+                "put the whole thing in quotes to search for it as text"
             )
 
 
@@ -328,7 +326,11 @@ def _snippet(hit: Any, fields: dict[str, Any], patterns: _Patterns) -> str:
         windows = _windows(text, patterns.words)
     if windows:
         piece = " … ".join(_widen(text, s, e) for s, e in windows)
-        marked = str(hit.highlights("text", text=piece, top=2, strict_phrase=strict))
+        marked = ""
+        if strict:
+            marked = str(hit.highlights("text", text=piece, top=2, strict_phrase=True))
+        if not marked:
+            marked = str(hit.highlights("text", text=piece, top=2))
         if marked:
             return marked
     fallback = fields.get("description") or text[:240]

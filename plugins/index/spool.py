@@ -28,12 +28,14 @@ CREATE TABLE IF NOT EXISTS pending (
 
 
 class Spool:
-    """One connection to the spool; each thread or process opens its own."""
+    """One connection to the spool: each process opens its own, used by one thread at a time."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        self._db = sqlite3.connect(
+            path, timeout=60, isolation_level=None, check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
@@ -45,10 +47,7 @@ class Spool:
             cursor = self._db.executemany(
                 "INSERT INTO pending (url, time, status, content_type, encoding, content)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (c.url, c.time, c.status, c.content_type, c.encoding, c.content)
-                    for c in captures
-                ],
+                [(c.url, c.time, c.status, c.content_type, c.encoding, c.content) for c in captures],
             )
             del cursor
             row = self._db.execute("SELECT max(id) FROM pending").fetchone()

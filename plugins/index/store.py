@@ -64,7 +64,7 @@ def spool_path(archive: Path) -> Path:
     return index_root(archive) / "spool.sqlite"
 
 
-_DAMAGE = (TypeError, EOFError, ValueError, struct.error, KeyError, IndexError, zlib.error)
+DAMAGE_ERRORS = (TypeError, EOFError, ValueError, struct.error, KeyError, IndexError, zlib.error)
 
 
 def damaged_message(archive: Path) -> str:
@@ -72,6 +72,15 @@ def damaged_message(archive: Path) -> str:
         f"the search index of {archive} is damaged (a crash or a power loss cut it short); "
         f"rebuild it from the WARC files with: archiver reindex {archive}"
     )
+
+
+def _torn_toc(folder: Path) -> bool:
+    """The newest table of contents is empty: checked before whoosh opens (and leaks) it."""
+    tocs = sorted(
+        folder.glob(f"_{INDEX_NAME}_*.toc"),
+        key=lambda p: int(p.stem.rsplit("_", 1)[-1]) if p.stem.rsplit("_", 1)[-1].isdigit() else -1,
+    )
+    return bool(tocs) and tocs[-1].stat().st_size == 0
 
 
 def open_index(archive: Path) -> Any:
@@ -83,13 +92,15 @@ def open_index(archive: Path) -> Any:
             f"or build one with: archiver reindex {archive}"
         )
     try:
+        if _torn_toc(folder):
+            raise TypeError("zero-length table of contents")
         ix = whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
         ix.doc_count()
     except whoosh_index.EmptyIndexError:
         raise MissingIndexError(
             f"{archive} has no search index yet; build one with: archiver reindex {archive}"
         ) from None
-    except (*_DAMAGE, FileNotFoundError) as exc:
+    except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
         raise DamagedIndexError(damaged_message(archive)) from exc
     return ix
 
@@ -103,11 +114,13 @@ def open_or_create(folder: Path) -> tuple[Any, str | None]:
     """
     folder.mkdir(parents=True, exist_ok=True)
     try:
+        if _torn_toc(folder):
+            raise TypeError("zero-length table of contents")
         if whoosh_index.exists_in(str(folder), indexname=INDEX_NAME):
             ix = whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
             ix.doc_count()
             return ix, None
-    except (*_DAMAGE, FileNotFoundError):
+    except (*DAMAGE_ERRORS, FileNotFoundError):
         aside = folder.with_name(folder.name + ".damaged")
         _remove_tree(aside)
         folder.rename(aside)

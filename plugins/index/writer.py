@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from archiver.errors import ArchiveLockedError
+
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
@@ -51,8 +53,12 @@ class Batcher:
         self.indexed = 0
         self.skipped = 0
         self._since = 0.0
+        self._batch_urls: set[str] = set()
 
     def add(self, capture: Capture, *, replace: bool = True) -> None:
+        if capture.url in self._batch_urls:
+            # whoosh's update_document cannot see documents of its own uncommitted batch
+            self.commit()
         try:
             document = make_document(capture, self.max_chars)
         except Exception as exc:  # one broken page must not stop the index
@@ -67,14 +73,12 @@ class Batcher:
         else:
             self._writer.add_document(**document)
         self.uncommitted += 1
+        self._batch_urls.add(capture.url)
 
     def due(self) -> bool:
         if not self.uncommitted:
             return False
-        return (
-            self.uncommitted >= self.batch_size
-            or time.monotonic() - self._since >= self.batch_seconds
-        )
+        return self.uncommitted >= self.batch_size or time.monotonic() - self._since >= self.batch_seconds
 
     def commit(self) -> int:
         """Commit what was added; returns how many documents that was."""
@@ -82,6 +86,7 @@ class Batcher:
             return 0
         self._writer.commit()
         done, self.uncommitted, self._writer = self.uncommitted, 0, None
+        self._batch_urls.clear()
         self.indexed += done
         return done
 
@@ -90,13 +95,14 @@ class Batcher:
             self._writer.cancel()
             self._writer = None
             self.uncommitted = 0
+            self._batch_urls.clear()
 
 
-class _Control:
+class Control:
     """What the crawl asked for on standard input: None (keep going), 'drain' or 'stop'."""
 
-    def __init__(self) -> None:
-        self.mode: str | None = None
+    def __init__(self, mode: str | None = None) -> None:
+        self.mode: str | None = mode
         self.wake = threading.Event()
 
     def listen(self) -> None:
@@ -112,14 +118,24 @@ class _Control:
         self.wake.set()
 
 
-def run(archive: Path, batch_size: int, batch_seconds: float, max_chars: int) -> int:
-    control = _Control()
-    threading.Thread(target=control.listen, name="index-control", daemon=True).start()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: _set_stop(control))
+def run(
+    archive: Path,
+    batch_size: int,
+    batch_seconds: float,
+    max_chars: int,
+    control: Control | None = None,
+    lock_wait: float = 60.0,
+) -> int:
+    """Index spooled pages until told to stop; with a `control` already set to 'drain',
+    index what is spooled and return (``archiver reindex --pending``)."""
+    if control is None:
+        control = Control()
+        threading.Thread(target=control.listen, name="index-control", daemon=True).start()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, lambda *_: _set_stop(control))
     parent = os.getppid()
     lock = WriterLock(archive)
-    _acquire(lock, control)
+    _acquire(lock, control, lock_wait)
     ix, note = open_or_create(whoosh_dir(archive))
     if note:
         print(f"archiver: {note}", file=sys.stderr, flush=True)
@@ -153,20 +169,20 @@ def run(archive: Path, batch_size: int, batch_seconds: float, max_chars: int) ->
     return 0
 
 
-def _set_stop(control: _Control) -> None:
+def _set_stop(control: Control) -> None:
     control.mode = "stop"
     control.wake.set()
 
 
-def _acquire(lock: WriterLock, control: _Control) -> None:
+def _acquire(lock: WriterLock, control: Control, wait: float) -> None:
     """Wait for a previous writer (or a `reindex`) that is still committing."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + wait
     while True:
         try:
             lock.acquire()
             return
-        except Exception:
-            if time.monotonic() > deadline or control.mode == "stop":
+        except ArchiveLockedError:
+            if time.monotonic() >= deadline or control.mode == "stop":
                 raise
             time.sleep(0.2)
 

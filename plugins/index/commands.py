@@ -1,0 +1,213 @@
+"""`archiver search` and `archiver reindex`."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from archiver.errors import UsageError
+
+from .search import DEFAULT_TIME_LIMIT, SearchResults, search
+from .store import DEFAULT_MAX_CHARS
+
+_MATCH = re.compile(r'<b class="match[^"]*">(.*?)</b>', re.S)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _archive(path: Path) -> Path:
+    if not path.exists():
+        raise UsageError(f"no archive at {path}")
+    if not path.is_dir():
+        raise UsageError(f"{path} is a file; give the archive folder")
+    return path
+
+
+def _text_from_terminal(words: tuple[str, ...]) -> str:
+    text = " ".join(words)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            "the query holds bytes that are not text in this terminal's encoding "
+            f"({sys.getfilesystemencoding()}); set a UTF-8 locale (LANG=C.UTF-8) and retry"
+        ) from None
+    return text
+
+
+def _tolerant_output() -> None:
+    """Print what the terminal can show and replace the rest, instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
+
+
+def _snippet_for_terminal(snippet: str) -> str:
+    marked = _MATCH.sub(lambda m: click.style(html.unescape(m.group(1)), bold=True, fg="yellow"), snippet)
+    return html.unescape(_TAG.sub("", marked))
+
+
+def _when(stamp: str) -> str:
+    if len(stamp) != 14:
+        return stamp
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[8:10]}:{stamp[10:12]}:{stamp[12:]} UTC"
+
+
+def _print(results: SearchResults, archive: Path) -> None:
+    for note in results.notes:
+        click.echo(f"note: {note}", err=True)
+    if results.pending:
+        click.echo(f"note: {results.pending:,} fetched pages are not indexed yet", err=True)
+    if results.timed_out:
+        click.echo(
+            "note: the search hit its time limit; these are the best matches found by then "
+            "(raise --time-limit or make the query more specific)",
+            err=True,
+        )
+    if not results.hits:
+        message = f"no pages match {results.query!r}"
+        if results.total and results.page > results.pages:
+            message = f"page {results.page} is past the last page ({results.pages})"
+        click.echo(message + ".")
+        if results.suggestion:
+            click.echo(f"did you mean: {results.suggestion}")
+        return
+    first = results.hits[0].rank
+    last = results.hits[-1].rank
+    click.echo(
+        f"{results.total:,} pages match {results.query!r}; showing {first}-{last}"
+        f" (page {results.page} of {results.pages}, {results.elapsed:.2f} s)\n"
+    )
+    width = len(str(last))
+    indent = " " * (width + 2)
+    for hit in results.hits:
+        title = hit.title or hit.url
+        click.echo(f"{hit.rank:>{width}}. " + click.style(title, bold=True))
+        click.echo(f"{indent}{click.style(hit.url, fg='cyan')}  {_when(hit.time)}")
+        if hit.snippet:
+            click.echo(f"{indent}{_snippet_for_terminal(hit.snippet)}")
+        click.echo("")
+
+
+@click.command("search")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000), help="Results per page."
+)
+@click.option(
+    "--page", "-p", default=1, show_default=True, type=click.IntRange(1), help="Which page of results."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@click.option("--no-snippets", is_flag=True, help="Leave out the highlighted text (faster).")
+@click.option(
+    "--time-limit",
+    default=DEFAULT_TIME_LIMIT,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Stop searching after this many seconds.",
+)
+def search_command(
+    archive: Path,
+    query: tuple[str, ...],
+    limit: int,
+    page: int,
+    as_json: bool,
+    no_snippets: bool,
+    time_limit: float,
+) -> None:
+    """Search the pages archived in ARCHIVE.
+
+    QUERY: words (all must match), "a phrase", OR, NOT or -word, title:word,
+    url:word, site:HOST, prefix* .
+    """
+    _tolerant_output()
+    text = _text_from_terminal(query)
+    results = search(
+        _archive(archive), text, limit=limit, page=page, with_snippets=not no_snippets, time_limit=time_limit
+    )
+    if as_json:
+        ascii_only = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") != "utf8"
+        click.echo(json.dumps(dataclasses.asdict(results), ensure_ascii=ascii_only, indent=1))
+        return
+    _print(results, archive)
+
+
+@click.command("reindex")
+@click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--warc",
+    "warc_files",
+    is_flag=True,
+    help="SOURCES are WARC files (from any tool), indexed into -o ARCHIVE.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="With --warc: the archive folder that gets the index (created if needed).",
+)
+@click.option("--pending", is_flag=True, help="Only index the pages an interrupted crawl left waiting.")
+@click.option(
+    "--batch-size", default=2000, show_default=True, type=click.IntRange(1), help="Pages per commit."
+)
+@click.option(
+    "--max-chars",
+    default=DEFAULT_MAX_CHARS,
+    show_default=True,
+    type=click.IntRange(1000),
+    help="Characters of text indexed per page.",
+)
+def reindex_command(
+    sources: tuple[Path, ...],
+    warc_files: bool,
+    output: Path | None,
+    pending: bool,
+    batch_size: int,
+    max_chars: int,
+) -> None:
+    """Rebuild the search index of ARCHIVE from its WARC files.
+
+    \b
+    archiver reindex ARCHIVE                     rebuild from ARCHIVE/warc/
+    archiver reindex --warc FILE... -o ARCHIVE   index WARC files made by other tools
+    archiver reindex --pending ARCHIVE           catch up after an interrupted crawl
+    """
+    from .reindex import ReindexStats, catch_up, reindex
+
+    def progress(stats: ReindexStats) -> None:
+        rate = stats.indexed / stats.seconds if stats.seconds else 0.0
+        click.echo(f"indexed {stats.indexed:,} pages from {stats.files} files ({rate:.0f}/s)", err=True)
+
+    if warc_files:
+        if output is None:
+            raise UsageError("--warc needs -o ARCHIVE: the folder that will hold the index")
+        if not sources:
+            raise UsageError("--warc needs at least one WARC file")
+        if output.exists() and not output.is_dir():
+            raise UsageError(f"{output} is a file; give a folder for the archive")
+        output.mkdir(parents=True, exist_ok=True)
+        stats = reindex(output, list(sources), batch_size, max_chars, progress)
+        archive = output
+    else:
+        if output is not None:
+            raise UsageError("-o is for --warc; to rebuild an archive's index give just ARCHIVE")
+        if len(sources) != 1:
+            raise UsageError("give one archive folder (or --warc FILE... -o ARCHIVE)")
+        archive = _archive(sources[0])
+        if pending:
+            waiting = catch_up(archive, batch_size, max_chars)
+            click.echo(f"indexed {waiting:,} waiting pages of {archive}")
+            return
+        stats = reindex(archive, None, batch_size, max_chars, progress)
+    skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
+    click.echo(
+        f"indexed {stats.indexed:,} pages from {stats.files} WARC files into {archive}"
+        f" in {stats.seconds:.1f} s{skipped}"
+    )

@@ -1,0 +1,235 @@
+"""Rebuild an index from WARC files alone: our own archive's, or any tool's.
+
+The WARC files are the archive's truth and the index is derived data: `reindex` reads
+``response`` records (and ``revisit`` records, whose payload is an earlier response's)
+with warcio, keeps successful HTML and text pages, and builds a new index beside the
+old one, swapped in only when complete, so a search keeps working meanwhile and an
+interrupted rebuild leaves the old index as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from whoosh import index as whoosh_index
+
+from archiver.errors import ArchiveError, UsageError
+
+from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
+from .schema import make_schema
+from .spool import Spool
+from .store import (
+    DEFAULT_MAX_CHARS,
+    INDEX_NAME,
+    MARKER,
+    Capture,
+    WriterLock,
+    index_root,
+    spool_path,
+    whoosh_dir,
+)
+from .writer import Batcher, Control, run
+
+log = logging.getLogger("archiver.index")
+
+MAX_CONTENT = 64 * 1024 * 1024
+WARC_PATTERNS = ("*.warc.gz", "*.warc.gz.open", "*.warc", "*.warc.open")
+
+
+@dataclass
+class ReindexStats:
+    files: int = 0
+    records: int = 0
+    indexed: int = 0
+    skipped_files: int = 0
+    seconds: float = 0.0
+
+
+def archive_warcs(archive: Path) -> list[Path]:
+    """The archive's WARC files, in name order (rotation order), finished or in progress."""
+    folder = archive / "warc"
+    found = {p for pattern in WARC_PATTERNS for p in folder.glob(pattern)}
+    return sorted(found)
+
+
+def warc_time(date: str) -> str:
+    """'2024-05-01T12:00:03.123456Z' -> '20240501120003' (truncated, like CDXJ)."""
+    digits = "".join(ch for ch in date[:19] if ch.isdigit())
+    return digits.ljust(14, "0")[:14]
+
+
+def _media_type(raw: str | None) -> tuple[str, str | None]:
+    if not raw:
+        return "", None
+    message = Message()
+    message["Content-Type"] = raw
+    charset = message.get_param("charset")
+    return message.get_content_type().lower(), str(charset) if isinstance(charset, str) else None
+
+
+def _read_payload(record: Any) -> bytes:
+    return bytes(record.content_stream().read(MAX_CONTENT))
+
+
+def _payload_at(path: Path, offset: int) -> bytes | None:
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        for record in ArchiveIterator(handle):
+            return _read_payload(record)
+    return None
+
+
+def iter_captures(paths: Sequence[Path], stats: ReindexStats) -> Iterator[Capture]:
+    """Indexable pages from `paths`, in file order; damaged files are reported and skipped."""
+    originals: dict[str, tuple[Path, int]] = {}
+    for path in paths:
+        stats.files += 1
+        try:
+            with path.open("rb") as handle:
+                iterator = ArchiveIterator(handle)
+                for record in iterator:
+                    stats.records += 1
+                    capture = _capture(record, iterator, path, originals)
+                    if capture is not None:
+                        yield capture
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as exc:
+            stats.skipped_files += 1
+            log.warning("reindex: stopped reading %s: %s", path, exc)
+
+
+def _capture(
+    record: Any, iterator: Any, path: Path, originals: dict[str, tuple[Path, int]]
+) -> Capture | None:
+    if record.rec_type not in ("response", "revisit") or record.http_headers is None:
+        return None
+    try:
+        status = int(record.http_headers.get_statuscode())
+    except (TypeError, ValueError):
+        return None
+    media, charset = _media_type(record.http_headers.get_header("Content-Type"))
+    if media not in INDEXED_TYPES:
+        return None
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    when = warc_time(record.rec_headers.get_header("WARC-Date") or "")
+    digest = record.rec_headers.get_header("WARC-Payload-Digest")
+    if record.rec_type == "response":
+        if digest:
+            originals[digest] = (path, iterator.get_record_offset())
+        if not is_indexable(status, media):
+            return None
+        try:
+            content = _read_payload(record)
+        except Exception as exc:  # a corrupt gzip body or chunking: skip this record
+            log.warning("reindex: skipped %s: %s", url, exc)
+            return None
+    else:
+        if not is_indexable(status, media) or digest not in originals:
+            return None
+        found = _payload_at(*originals[digest])
+        if found is None:
+            return None
+        content = found
+    if not url or not content:
+        return None
+    return Capture(url, when, status, media, sniff_encoding(content, charset), content)
+
+
+def reindex(
+    archive: Path,
+    warcs: Sequence[Path] | None = None,
+    batch_size: int = 2000,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    progress: Callable[[ReindexStats], None] | None = None,
+) -> ReindexStats:
+    """Build `archive`'s index from `warcs` (default: the archive's own WARC files)."""
+    own = warcs is None
+    paths = archive_warcs(archive) if warcs is None else list(warcs)
+    if not paths:
+        raise ArchiveError(f"no WARC files in {archive / 'warc'}: nothing to index")
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"not a WARC file: {path}")
+    stats = ReindexStats()
+    started = time.monotonic()
+    with WriterLock(archive):
+        target = whoosh_dir(archive)
+        building = target.with_name(target.name + ".new")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        ix = whoosh_index.create_in(str(building), make_schema(), indexname=INDEX_NAME)
+        batcher = Batcher(ix, batch_size, batch_seconds=1e9, max_chars=max_chars)
+        newest: dict[str, str] = {}
+        shown = time.monotonic()
+        try:
+            for capture in iter_captures(paths, stats):
+                seen = newest.get(capture.url)
+                if seen is not None and seen > capture.time:
+                    continue
+                newest[capture.url] = capture.time
+                batcher.add(capture, replace=seen is not None)
+                if batcher.due():
+                    batcher.commit()
+                if progress is not None and time.monotonic() - shown >= 2.0:
+                    shown = time.monotonic()
+                    stats.indexed = batcher.indexed + batcher.uncommitted
+                    stats.seconds = shown - started
+                    progress(stats)
+            batcher.commit()
+        except BaseException:
+            batcher.cancel()
+            ix.close()
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        ix.close()
+        _swap(building, target)
+        with contextlib.suppress(FileNotFoundError):
+            (index_root(archive) / MARKER).unlink()
+        if own:
+            _clear_spool(archive)
+    stats.indexed = batcher.indexed
+    stats.seconds = time.monotonic() - started
+    return stats
+
+
+def _swap(building: Path, target: Path) -> None:
+    old = target.with_name(target.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    building.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(target.with_name(target.name + ".damaged"), ignore_errors=True)
+
+
+def _clear_spool(archive: Path) -> None:
+    """Pages spooled by an interrupted crawl are in its WARC files too: now indexed."""
+    path = spool_path(archive)
+    if path.exists():
+        spool = Spool(path)
+        try:
+            spool.delete_upto(2**62)
+        finally:
+            spool.close()
+
+
+def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX_CHARS) -> int:
+    """Index the pages an interrupted crawl left in the spool; returns how many were waiting."""
+    path = spool_path(archive)
+    if not path.exists():
+        return 0
+    spool = Spool(path)
+    waiting = spool.pending()
+    spool.close()
+    if waiting:
+        run(archive, batch_size, 1e9, max_chars, control=Control("drain"), lock_wait=0)
+    return waiting

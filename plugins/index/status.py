@@ -1,0 +1,32 @@
+"""The index's lines in ``archiver status``: how many pages are searchable, how many wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .spool import pending_in
+from .store import MARKER, DamagedIndexError, MissingIndexError, index_root, open_index, spool_path
+
+
+def status_lines(archive: Path) -> list[tuple[str, Any]] | None:
+    if not index_root(archive).is_dir():
+        return None
+    lines: list[tuple[str, Any]] = []
+    try:
+        ix = open_index(archive)
+    except DamagedIndexError:
+        lines.append(("search index", f"damaged: rebuild it with `archiver reindex {archive}`"))
+    except MissingIndexError:
+        lines.append(("search index", "none yet"))
+    else:
+        try:
+            lines.append(("pages searchable", ix.doc_count()))
+        finally:
+            ix.close()
+    pending = pending_in(spool_path(archive))
+    if pending:
+        lines.append(("pages waiting for the index", pending))
+    if (index_root(archive) / MARKER).exists():
+        lines.append(("search index", f"incomplete: run `archiver reindex {archive}`"))
+    return lines
