@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import hashlib
@@ -339,3 +340,20 @@ async def test_fetched_at_is_the_warc_date(tmp_path: Path) -> None:
     (response,) = [r for r in records(files[0]) if r["type"] == "response"]
     assert response["warc"]["WARC-Date"] == "2021-03-04T05:06:07.890123Z"
     assert open_archive(tmp_path).lookup(ROOT).timestamp == "20210304050607"  # type: ignore[union-attr]
+
+
+async def test_cancelled_page_still_leaves_a_whole_file(tmp_path: Path) -> None:
+    crawl = make_crawl(tmp_path)
+    writer = WarcWriter(WarcSettings(gzip_level=9))
+    await writer.crawl_started(crawl=crawl)
+    pages = [page(f"p{i}", body=os.urandom(100_000)) for i in range(6)]
+    tasks = [asyncio.create_task(writer.page_fetched(page=p, links=[], crawl=crawl)) for p in pages]
+    await asyncio.sleep(0.005)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await writer.crawl_finished(crawl=crawl)
+    (warc,) = (tmp_path / "warc").glob("*.warc.gz")
+    report = verify_file(warc)
+    assert report.ok, [str(f) for f in report.faults]
+    assert (report.records - 1) % 3 == 0

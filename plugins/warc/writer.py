@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from archiver.config import SECTIONS, Config
 from archiver.errors import ArchiveError
@@ -90,7 +91,7 @@ class WarcWriter:
                 if records.digest is not None and records.digest in self.originals:
                     # an identical payload was written while this one was compressed
                     records = await self._build(page, links)
-                await asyncio.to_thread(self._write, records)
+                await _uncancellable(asyncio.to_thread(self._write, records))
                 if records.digest is not None and records.original is not None:
                     self.originals.setdefault(records.digest, records.original)
         crawl.stats["warc.records"] += len(records.records)
@@ -139,6 +140,20 @@ class WarcWriter:
                 f"cannot write WARC file {where}: {exc.strerror or exc}"
                 " (the file was cut back to its last whole record; resume once fixed)"
             ) from exc
+
+
+async def _uncancellable(work: Coroutine[Any, Any, None]) -> None:
+    """Await a write to its end even when the crawl is cancelled (Ctrl-C) meanwhile.
+
+    A thread cannot be stopped; letting the lock go while it still writes would let
+    `crawl_finished` close the file under it.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 def _known_payloads(folder: Path) -> dict[str, Original]:
