@@ -25,13 +25,16 @@ from .archive import prepare_archive
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, write_report
 from .errors import FetchError, SeedError
-from .fetcher import RETRYABLE_KINDS, default_headers, fetch, open_session
+from .fetcher import RETRYABLE_KINDS, GuardedResolver, default_headers, fetch, open_session
 from .frontier import Frontier, Item, make_frontier
+from .guard import AddressGuard, resolve_roots
 from .lock import ArchiveLock
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
-from .politeness import HostLimiter
+from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .resume import reconcile
+from .robots import ROBOTS_MAX_SIZE, RobotsCache
+from .traps import TrapDetector
 from .urls import Scope, canonical_key, clean_url
 
 log = logging.getLogger(__name__)
@@ -57,6 +60,9 @@ class Crawler:
         self.archive = archive
         self.scope = Scope(config.roots, config.strict, config.include, config.exclude)
         self.limiter = HostLimiter(config)
+        self.traps = TrapDetector(config)
+        self.guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
+        self.robots: RobotsCache | None = None
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
         self.crawl.extra["frontier"] = frontier
@@ -93,8 +99,11 @@ class Crawler:
         self._added = counts.seen
         crawl.resumed = counts.seen > 0
         try:
-            async with open_session(self.config) as session:
+            resolver = GuardedResolver(self.guard)
+            async with open_session(self.config, resolver) as session:
                 self._session = session
+                await resolve_roots(self.guard, resolver.addresses)
+                self.robots = self._make_robots()
                 await self.hooks.crawl_started(crawl)
                 if crawl.resumed:
                     await reconcile(self)
@@ -107,6 +116,8 @@ class Crawler:
                 await self.hooks.crawl_finished(crawl)
             finally:
                 await self.frontier.close()
+                if self.robots is not None:
+                    self.robots.close()
                 self.log.close()
                 write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
@@ -161,7 +172,11 @@ class Crawler:
             try:
                 async with self.limiter.slot(item.url):
                     page = await fetch(self._session, item, headers, self.config)
-                return Outcome(page, None, attempt)
+                self.limiter.observe(item.url, page.elapsed, page.status)
+                if not self._retry_later(page, attempt):
+                    return Outcome(page, None, attempt)
+                self.crawl.stats["retries"] += 1
+                continue
             except FetchError as exc:
                 error = exc
                 error.attempts = attempt
@@ -172,8 +187,50 @@ class Crawler:
                 await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
         return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
 
+    def _retry_later(self, page: Page, attempt: int) -> bool:
+        """True when the server asked to come back (429/503) or cut the body, and tries remain.
+
+        Retry-After (seconds or a date, capped by `retry_after_max`) pauses the whole
+        host, since it is the host that asked for it.
+        """
+        if attempt >= self.config.max_tries:
+            return False
+        backoff = self.config.retry_backoff * 2 ** (attempt - 1)
+        if page.status in RETRY_STATUSES:
+            told = retry_after_seconds(page.header("Retry-After"))
+            wait = min(backoff if told is None else told, self.config.retry_after_max)
+            self.crawl.stats[f"retry_status_{page.status}"] += 1
+            log.info("%s answered %d: retrying in %.1f s", page.url, page.status, wait)
+            self.limiter.pause(page.url, wait)
+            return True
+        if page.truncated == "disconnect":
+            self.limiter.pause(page.url, backoff)
+            return True
+        return False
+
+    def _make_robots(self) -> RobotsCache | None:
+        if not self.config.robots:
+            return None
+        config = self.config.replace(max_body_size=min(self.config.max_body_size, ROBOTS_MAX_SIZE))
+
+        async def fetch_one(url: str) -> Page:
+            headers = default_headers(self.config)
+            self.hooks.prepare_request(url, headers, self.crawl)
+            return await fetch(self._session, Item(url, 0, 0, None, LinkKind.REQUISITE), headers, config)
+
+        async def on_fetched(page: Page) -> None:
+            self.crawl.stats["robots_fetched"] += 1
+            await self.hooks.page_fetched(page, [], self.crawl)
+
+        return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
+
     async def _process(self, item: Item) -> bool:
         """Fetch one item and hand it on; True when it failed for good."""
+        if self.robots is not None:
+            verdict = await self.robots.check(item.url)
+            if not verdict.allowed:
+                self._skip(item.url, verdict.reason or "robots.txt disallows it", item.referrer, item.depth)
+                return False
         outcome = await self._fetch_with_retries(item)
         stats = self.crawl.stats
         if outcome.page is None:
@@ -268,6 +325,9 @@ class Crawler:
             return 0
         budget = self.config.max_pages - self._added if self.config.max_pages else len(entries)
         added = await self.frontier.add(entries[: max(budget, 0)])
+        for (_key, queued), is_new in zip(entries, added, strict=False):
+            if is_new:
+                self.traps.admitted(queued.url)
         new = sum(added)
         self._added += new
         if coalesce and not new:
@@ -291,12 +351,18 @@ class Crawler:
             verdict = self.scope.pattern_verdict(item.url)
             if verdict is not None:
                 return verdict
+            refused = self.guard.url_refusal(item.url)
+            if refused is not None:
+                return f"address guard: {refused}"
+            trap = self.traps.refusal(item.url)
+            if trap is not None:
+                return trap
         if self.hooks.accept_url(item.url, item.referrer, self.crawl) is False:
             return "refused by a plugin (accept_url)"
         return None
 
     def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
-        kind = reason.split(" ", 1)[0]
+        kind = reason.split(" ", 1)[0].rstrip(":")
         self.crawl.stats[f"skipped_{kind}"] += 1
         if url in self._skipped_logged:
             return
@@ -340,7 +406,28 @@ class Crawler:
             kind=str(item.kind),
             truncated=page.truncated if page else None,
             outcome="fetched" if page else "failed",
+            reason=limit_reason(page, tries, num_urls, self.config) if page else None,
         )
+
+
+def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str | None:
+    """The limits that shaped this capture, in words, for the crawl log."""
+    reasons = []
+    if page.truncated == "length":
+        reasons.append(f"body cut at max_body_size = {config.max_body_size} bytes")
+    elif page.truncated == "time":
+        reasons.append(
+            f"body cut: over timeout = {config.timeout:g} s or under min_rate = {config.min_rate} B/s"
+        )
+    elif page.truncated == "disconnect":
+        reasons.append(f"connection lost mid-body, partial body kept after {tries} tries")
+    if page.decode_error:
+        reasons.append(f"not parsed: {page.decode_error}")
+    if num_urls >= config.max_links_per_page:
+        reasons.append(f"only the first {config.max_links_per_page} links taken (max_links_per_page)")
+    if page.status in RETRY_STATUSES:
+        reasons.append(f"HTTP {page.status} after {tries} tries (Retry-After honoured)")
+    return "; ".join(reasons) or None
 
 
 async def run_crawl(

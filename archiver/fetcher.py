@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -18,14 +19,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from .config import Config
 from .decode import choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
-from .guard import AddressRefused
+from .guard import AddressGuard, AddressRefused
 from .model import Page
 from .urls import wire_url
 
@@ -66,6 +68,42 @@ async def open_session(
         cookie_jar=aiohttp.DummyCookieJar(),
     ) as session:
         yield session
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp's threaded resolver minus the addresses the `AddressGuard` refuses.
+
+    The refusal happens before any connection is opened.  aiohttp caches what this
+    returns per host, and the guard's rule depends on the host only, so the cache cannot
+    let a refused address through.
+    """
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self.guard = guard
+        self._inner = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        kept: list[ResolveResult] = []
+        refused: list[str] = []
+        for result in results:
+            reason = self.guard.address_refusal(host, result["host"])
+            if reason is None:
+                kept.append(result)
+            else:
+                refused.append(reason)
+        if not kept and refused:
+            raise AddressRefused(f"{host} resolves to {refused[0]}")
+        return kept
+
+    async def addresses(self, host: str) -> list[str]:
+        """Every address `host` resolves to, unfiltered (to learn the roots' networks)."""
+        return [result["host"] for result in await self._inner.resolve(host, 0, socket.AF_UNSPEC)]
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 def default_headers(config: Config) -> dict[str, str]:

@@ -6,7 +6,8 @@ the purpose), and a crawler run as a service would fetch it for whoever submitte
 root.  So the check is made on the *resolved* address, inside the connector's resolver,
 before any connection is opened: a host whose every address is refused is never
 contacted.  Literal IP addresses never reach the resolver (aiohttp connects to them
-directly), so the crawler checks those when the URL is found.
+directly), so the crawler checks those when the URL is found.  The resolver itself is
+`fetcher.GuardedResolver`, since only the fetcher speaks to aiohttp.
 
 The rule: a root may be anywhere; any other URL may only reach the classes of address
 the roots themselves are in (public addresses are always fine).  A crawl of
@@ -19,14 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
-
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolve = Callable[[str], Awaitable[list[str]]]
 
 PUBLIC = "public"
 LOOPBACK = "loopback"
@@ -82,17 +80,17 @@ class AddressGuard:
             if address is not None:
                 self.allowed_classes.add(address_class(address))
 
-    async def learn_roots(self, resolver: AbstractResolver) -> None:
+    async def learn_roots(self, resolve: Resolve) -> None:
         """Resolve the roots' host names once, so their address classes are allowed too."""
         for host in self.root_hosts:
             if literal_address(host) is not None:
                 continue
             try:
-                results = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+                addresses = await resolve(host)
             except OSError:
                 continue
-            for result in results:
-                address = literal_address(result["host"])
+            for text in addresses:
+                address = literal_address(text)
                 if address is not None:
                     self.allowed_classes.add(address_class(address))
 
@@ -108,6 +106,11 @@ class AddressGuard:
             " (allow_private_redirects = true allows it)"
         )
 
+    def address_refusal(self, host: str, text: str) -> str | None:
+        """`refusal` for an address given as text (what a resolver returns)."""
+        address = literal_address(text)
+        return None if address is None else self.refusal(host, address)
+
     def url_refusal(self, url: str) -> str | None:
         """The refusal for a URL whose host is a literal IP address; None for names (checked later)."""
         host = (urlsplit(url).hostname or "").lower()
@@ -117,42 +120,10 @@ class AddressGuard:
         return self.refusal(host, address)
 
 
-class GuardedResolver(AbstractResolver):
-    """aiohttp's threaded resolver, minus the addresses the guard refuses.
-
-    aiohttp caches what this returns per host, and the rule depends on the host only,
-    so the cache cannot let a refused address through.
-    """
-
-    def __init__(self, guard: AddressGuard) -> None:
-        self.guard = guard
-        self._inner = ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        kept: list[ResolveResult] = []
-        refused: list[str] = []
-        for result in results:
-            address = literal_address(result["host"])
-            reason = self.guard.refusal(host, address) if address is not None else None
-            if reason is None:
-                kept.append(result)
-            else:
-                refused.append(reason)
-        if not kept and refused:
-            raise AddressRefused(f"{host} resolves to {refused[0]}")
-        return kept
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-async def resolve_roots(guard: AddressGuard, resolver: AbstractResolver) -> None:
+async def resolve_roots(guard: AddressGuard, resolve: Resolve) -> None:
     """`guard.learn_roots`, bounded in time so a dead DNS server cannot hold the start."""
     try:
         async with asyncio.timeout(15):
-            await guard.learn_roots(resolver)
+            await guard.learn_roots(resolve)
     except TimeoutError:
         return
