@@ -5,7 +5,8 @@ proof that a plugin needs nothing else:
 
 * on a root page (depth 0) it links `/robots.txt` and `/sitemap.xml` of the root's host;
 * in a robots.txt it reads the `Sitemap:` lines;
-* in a sitemap or sitemap index (XML, or gzip-compressed XML) it reads the `<loc>` URLs.
+* in a sitemap or sitemap index (XML, or gzip-compressed XML) it reads the `<loc>` URLs,
+  at most ``max_links_per_page`` of them (a sitemap may list 50,000).
 
 The XML is read with a linear regular expression and no entity is ever expanded, so an
 entity bomb or an external entity costs nothing; a gzip file is decompressed into at most
@@ -32,8 +33,7 @@ __all__ = ["DEFAULTS", "configure", "extract_links", "gunzip", "robots_sitemaps"
 DEFAULTS: dict[str, Any] = {
     # Link /robots.txt and /sitemap.xml from each root page.
     "discover": True,
-    # The sitemap protocol's own limits: 50,000 URLs and 50 MB (uncompressed) per file.
-    "max_urls": 50_000,
+    # Bytes of one sitemap read (after gunzip): the protocol's own limit is 50 MB.
     "max_size": 50 * 1024 * 1024,
 }
 
@@ -57,10 +57,9 @@ def _settings(config: Config) -> dict[str, Any]:
     settings = {**DEFAULTS, **table}
     if not isinstance(settings["discover"], bool):
         raise ConfigError(f"plugins.sitemap.discover: expected true or false, got {settings['discover']!r}")
-    for name, floor in (("max_urls", 0), ("max_size", 1)):
-        value = settings[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < floor:
-            raise ConfigError(f"plugins.sitemap.{name}: expected a whole number >= {floor}, got {value!r}")
+    size = settings["max_size"]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"plugins.sitemap.max_size: expected a positive whole number, got {size!r}")
     return settings
 
 
@@ -169,11 +168,11 @@ def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
         return links or None
     if parts.path == "/robots.txt":
         text = page.text[: settings["max_size"]]
-        links += robots_sitemaps(text, page.url, settings["max_urls"])
+        links += robots_sitemaps(text, page.url, crawl.config.max_links_per_page)
         return links
     document = _sitemap_document(page, settings["max_size"])
     if document is not None:
-        found = sitemap_urls(document, page.url, settings["max_urls"])
+        found = sitemap_urls(document, page.url, crawl.config.max_links_per_page)
         crawl.stats["sitemap.urls"] += len(found)
         links += found
     return links or None

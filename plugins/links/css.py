@@ -10,11 +10,11 @@ from .collector import LinkCollector
 
 _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 # One pass finds both forms; at an `@import url(...)` the first branch wins, so the URL is
-# taken once, as an import.  Strings stop at a newline, as CSS strings do.
+# taken once, as an import.  Strings stop at a newline and unquoted URLs at a parenthesis,
+# as in CSS, and no quantifier backtracks: the pass stays linear on hostile input.
+_URL = r"""url\(\s*+(?:"([^"\n]*+)"|'([^'\n]*+)'|([^()\s"']*+))\s*+\)"""
 _REFERENCE = re.compile(
-    r"""@import\s*(?:url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)\s"']*))\s*\)|"([^"\n]*)"|'([^'\n]*)')"""
-    r"""|url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)\s"']*))\s*\)""",
-    re.IGNORECASE,
+    r"""@import\s*+(?:""" + _URL + r"""|"([^"\n]*+)"|'([^'\n]*+)')|""" + _URL, re.IGNORECASE
 )
 
 

@@ -18,49 +18,57 @@ _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)")
 
 _VOID = frozenset(
     [
-        "area",
-        "base",
-        "basefont",
-        "bgsound",
-        "br",
-        "col",
-        "embed",
-        "frame",
-        "hr",
-        "image",
-        "img",
-        "input",
-        "keygen",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
+        *("area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image"),
+        *("img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr"),
     ]
 )
-# Elements a repeated start tag closes (`<li>a<li>b`): counted once when they repeat directly.
-_SELF_CLOSING = frozenset(
-    [
-        "p",
-        "li",
-        "dt",
-        "dd",
-        "option",
-        "optgroup",
-        "tr",
-        "td",
-        "th",
-        "rb",
-        "rt",
-        "rp",
-        "rtc",
-        "thead",
-        "tbody",
-        "tfoot",
-        "colgroup",
-    ]
-)
+
+# Start tags that close an open element (`<li>a<li>b`, `<tr><td>a<tr>`, `<p>a<div>`):
+# name -> (what it closes, where the search for it stops).  The search looks at most
+# `_LOOKBACK` elements down the stack, which keeps the estimate linear.
+_LOOKBACK = 16
+_BUTTON_SCOPE = frozenset({"button", "table", "td", "th", "caption", "object", "marquee", "template"})
+_LIST_SCOPE = frozenset({"ul", "ol", "menu", "dl", "table", "td", "th", "button"})
+_CLOSES_P = ({"p"}, _BUTTON_SCOPE)
+_IMPLIED_END: dict[str, tuple[set[str], frozenset[str]]] = {
+    "li": ({"li"}, _LIST_SCOPE),
+    "dt": ({"dt", "dd"}, _LIST_SCOPE),
+    "dd": ({"dt", "dd"}, _LIST_SCOPE),
+    "tr": ({"tr"}, frozenset({"table"})),
+    "td": ({"td", "th"}, frozenset({"table", "tr"})),
+    "th": ({"td", "th"}, frozenset({"table", "tr"})),
+    "thead": ({"thead", "tbody", "tfoot"}, frozenset({"table"})),
+    "tbody": ({"thead", "tbody", "tfoot"}, frozenset({"table"})),
+    "tfoot": ({"thead", "tbody", "tfoot"}, frozenset({"table"})),
+    "option": ({"option"}, frozenset({"select", "datalist"})),
+    "optgroup": ({"option", "optgroup"}, frozenset({"select"})),
+    **dict.fromkeys(
+        [
+            *("address", "article", "aside", "blockquote", "center", "details", "dialog", "dir"),
+            *("div", "dl", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3"),
+            *("h4", "h5", "h6", "header", "hgroup", "main", "menu", "nav", "ol", "p", "pre"),
+            *("section", "summary", "table", "ul"),
+        ],
+        _CLOSES_P,
+    ),
+}
+
+
+def _close_implied(
+    stack: list[str], open_counts: dict[str, int], names: set[str], stops: frozenset[str]
+) -> None:
+    """Pop the nearest open element named in `names`, unless a `stops` element comes first."""
+    if not any(open_counts.get(name) for name in names):
+        return
+    for index in range(len(stack) - 1, max(-1, len(stack) - 1 - _LOOKBACK), -1):
+        name = stack[index]
+        if name in names:
+            for popped in stack[index:]:
+                open_counts[popped] -= 1
+            del stack[index:]
+            return
+        if name in stops:
+            return
 
 
 def exceeds_budget(text: str, budget: int = DEFAULT_WORK_BUDGET) -> bool:
@@ -83,9 +91,11 @@ def exceeds_budget(text: str, budget: int = DEFAULT_WORK_BUDGET) -> bool:
             else:
                 work += len(stack)  # an unmatched end tag walks the whole stack
         elif name not in _VOID:
-            if not (stack and stack[-1] == name and name in _SELF_CLOSING):
-                stack.append(name)
-                open_counts[name] = open_counts.get(name, 0) + 1
+            implied = _IMPLIED_END.get(name)
+            if implied is not None:
+                _close_implied(stack, open_counts, *implied)
+            stack.append(name)
+            open_counts[name] = open_counts.get(name, 0) + 1
             work += len(stack)
         else:
             continue
