@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+[ -e /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need_apt+=(nginx libnginx-mod-http-echo)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

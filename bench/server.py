@@ -58,8 +58,9 @@ def ensure_packages(*commands: str, packages: tuple[str, ...]) -> None:
         ["apt-get", "install", "-y", "-qq", *packages], env=env, capture_output=True, text=True
     )
     if install.returncode != 0:
-        raise ServerError(f"apt-get install {' '.join(packages)} failed: {install.stderr[-500:]}"
-                          f"{update.stderr[-200:]}")
+        raise ServerError(
+            f"apt-get install {' '.join(packages)} failed: {install.stderr[-500:]}{update.stderr[-200:]}"
+        )
 
 
 def ensure_nginx(slow: bool = False) -> str:
@@ -80,13 +81,20 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _config(
-    *, docroot: Path, workdir: Path, port: int, redirects: Path | None, slow: bool,
-    delay: float, workers: int,
+    *,
+    docroot: Path,
+    workdir: Path,
+    port: int,
+    redirects: Path | None,
+    slow: bool,
+    delay: float,
+    workers: int,
 ) -> str:
     user = "user root root;" if os.geteuid() == 0 else ""
     module = f"load_module {ECHO_MODULE};" if slow else ""
     redirect_map = (
-        f'map $uri $redirect_to {{ default ""; include {redirects}; }}' if redirects
+        f'map $uri $redirect_to {{ default ""; include {redirects}; }}'
+        if redirects
         else 'map $uri $redirect_to { default ""; }'
     )
     serve = """
@@ -230,18 +238,29 @@ def start(
         conf = workdir / "nginx.conf"
         conf.write_text(
             _config(
-                docroot=docroot, workdir=workdir, port=chosen,
+                docroot=docroot,
+                workdir=workdir,
+                port=chosen,
                 redirects=redirects if redirects.exists() else None,
-                slow=slow, delay=delay, workers=workers,
+                slow=slow,
+                delay=delay,
+                workers=workers,
             )
         )
         process = subprocess.Popen(
             [nginx, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         server = Server(
-            url=f"http://127.0.0.1:{chosen}/", port=chosen, docroot=docroot, slow=slow,
-            delay=delay, process=process, workdir=workdir,
+            url=f"http://127.0.0.1:{chosen}/",
+            port=chosen,
+            docroot=docroot,
+            slow=slow,
+            delay=delay,
+            process=process,
+            workdir=workdir,
         )
         try:
             _wait_listening(chosen, process)

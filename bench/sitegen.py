@@ -34,8 +34,13 @@ from typing import Any
 FORMAT_VERSION = 1
 DEFAULT_SEED = 20240611
 
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
 # Frequent words first: drawn with a Zipf law, they dominate the text the way function words do.
-COMMON_WORDS = """
+COMMON_WORDS = _words("""
 the of and to in is that for it as was with be by on not he this are or his from at which but
 have an they you were her she there been one all we their has would when if so no what up out
 more will other into them can only its time some could these two may first then do any like my
@@ -44,9 +49,9 @@ much your way well down should because each just those people how too little sta
 make world still own see men work long get here between both life being under never day same
 another know while last might us great old year off come since against go came right used take
 three
-""".split()
+""")
 
-TOPIC_WORDS = """
+TOPIC_WORDS = _words("""
 archive harbor lantern river signal engine garden market library window thunder meadow crystal
 railway bridge compass orchard canyon ledger beacon harvest monsoon glacier quarry tapestry
 lighthouse workshop observatory telescope manuscript almanac atlas caravan citadel district
@@ -63,12 +68,12 @@ melody orchestra painting pottery sculpture symphony textile bakery cheese coffe
 vanilla walnut apricot barley cinnamon lentil mango nutmeg olive quince rhubarb sesame tamarind
 copper granite marble silver timber velvet amber cobalt indigo saffron scarlet violet crimson
 café naïve façade résumé jalapeño smörgåsbord über
-""".split()
+""")
 
-SECTION_NAMES = """
+SECTION_NAMES = _words("""
 guide reference news blog tutorials api community docs releases faq support products about
 events research learn stories archive projects notes
-""".split()
+""")
 
 EXTERNAL_LINKS = (
     "http://external.invalid/",
@@ -107,8 +112,8 @@ class Site:
 
 def _synthetic_words(rng: random.Random, count: int) -> list[str]:
     """Pronounceable made-up words: the long tail of a vocabulary, rare enough to search for."""
-    onsets = "b c d f g h j k l m n p r s t v w z br cr dr fl gr pl pr st tr sh ch th".split()
-    vowels = "a e i o u ai ea io ou".split()
+    onsets = _words("b c d f g h j k l m n p r s t v w z br cr dr fl gr pl pr st tr sh ch th")
+    vowels = _words("a e i o u ai ea io ou")
     codas = ["", "", "n", "r", "s", "l", "m", "nd", "st", "rk", "x"]
     words: list[str] = []
     seen: set[str] = set()
@@ -209,14 +214,14 @@ def build(pages: int = 10_000, seed: int = DEFAULT_SEED) -> Site:
     site.assets["/fonts/body.woff2"] = b"wOF2" + rng.randbytes(18_000)
     site.assets["/favicon.ico"] = b"\x00\x00\x01\x00" + rng.randbytes(1100)
     site.assets["/static/site.css"] = (
-        '@import url("print.css") print;\n'
-        '@font-face { font-family: Body; src: url("../fonts/body.woff2") format("woff2"); }\n'
-        "body { font: 16px/1.5 Body, serif; background: #fff url(../img/bg-texture.png); }\n"
-        "nav a { margin-right: 1em; } .lede { font-size: 1.2em; } img { max-width: 100%; }\n"
-    ).encode()
+        b'@import url("print.css") print;\n'
+        b'@font-face { font-family: Body; src: url("../fonts/body.woff2") format("woff2"); }\n'
+        b"body { font: 16px/1.5 Body, serif; background: #fff url(../img/bg-texture.png); }\n"
+        b"nav a { margin-right: 1em; } .lede { font-size: 1.2em; } img { max-width: 100%; }\n"
+    )
     site.assets["/static/print.css"] = (
-        "header { background: url('/img/print-logo.png') no-repeat; } nav { display: none; }\n"
-    ).encode()
+        b"header { background: url('/img/print-logo.png') no-repeat; } nav { display: none; }\n"
+    )
     site.assets["/static/site.js"] = (
         b"document.addEventListener('DOMContentLoaded', () => {\n"
         b"  document.body.classList.add('ready');\n});\n"

@@ -1,0 +1,418 @@
+"""One command for the whole benchmark: archiver against wget and Scrapy on a generated site.
+
+    python -m bench.run                      # 10,000 pages, nginx on loopback, concurrency 100
+    python -m bench.run --quick              # 2,000 pages
+    python -m bench.run --slow               # 50 ms per response (2,000 pages unless --pages)
+    python -m bench.run --tools archiver-links --quick
+
+Steps: generate the site (cached by size and seed), start nginx, measure what nginx serves per
+second (wrk), time the per-page work nobody can skip (selectolax links, gzip of a WARC record),
+then run each crawler in a fresh child and measure it. Prints a markdown table and writes
+bench/results/latest.json (latest-slow.json for --slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from w3lib.url import canonicalize_url
+
+from . import costs, server, sitegen, tools
+from .measure import Measured, run_measured
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+REFERENCE = "archiver"
+DEFAULT_TOOLS = (
+    "archiver-links",
+    "archiver-warc",
+    "archiver",
+    "wget",
+    "wget-warc",
+    "scrapy",
+    "floor",
+    "floor-links",
+)
+SLOW_TOOLS = ("archiver-links", "archiver-warc", "archiver", "wget", "scrapy", "floor")
+# wget exits 8 when the server answered an error (the site's 404s are on purpose).
+OK_CODES = {"wget": {0, 8}}
+
+
+def site_for(pages: int, seed: int, cache: Path) -> tuple[Path, dict[str, Any]]:
+    """A generated site of this size and seed, reused when it was already written."""
+    out = cache / f"site-{pages}-{seed}"
+    expected_file = out / "expected.json"
+    if expected_file.exists():
+        expected = json.loads(expected_file.read_text())
+        if expected.get("format") == sitegen.FORMAT_VERSION:
+            return out, expected
+    started = time.perf_counter()
+    expected = sitegen.generate(out, pages, seed)
+    log(f"generated {pages} pages ({expected['count']} URLs) in {time.perf_counter() - started:.1f} s")
+    return out, expected
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def wrk_rate(url: str, connections: int, seconds: int = 5) -> dict[str, Any]:
+    """Requests per second nginx serves one typical page at, measured by wrk (or ab)."""
+    server.ensure_packages("wrk", packages=("wrk",))
+    done = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", url],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+    )
+    match = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+    latency = re.search(r"Latency\s+(\S+)", done.stdout)
+    return {
+        "tool": "wrk -t1",
+        "connections": connections,
+        "url": url,
+        "requests_per_second": float(match.group(1)) if match else None,
+        "latency_avg": latency.group(1) if latency else None,
+    }
+
+
+def canonical(url: str, origin: str) -> str:
+    """Canonical form (w3lib, as archiver's and Scrapy's seen sets), relative to the site."""
+    url = canonicalize_url(url)
+    return url[len(origin) :] if url.startswith(origin) else url
+
+
+def compare(urls: dict[str, int | None], expected: dict[str, Any], origin: str) -> dict[str, Any]:
+    """How a fetched set differs from what the site holds, after canonicalization."""
+    got = {canonical(u, origin) for u in urls}
+    want = {canonical(origin + u, origin) for u in expected["urls"]}
+    missing = sorted(want - got)
+    extra = sorted(got - want)
+    css_only = set(expected["css_only"])
+    srcset = {u for u in want if "@2x." in u}
+    return {
+        "fetched": len(got),
+        "expected": len(want),
+        "missing": len(missing),
+        "extra": len(extra),
+        "missing_css_only": len([u for u in missing if u in css_only]),
+        "missing_srcset": len([u for u in missing if u in srcset]),
+        "missing_examples": missing[:10],
+        "extra_examples": extra[:10],
+    }
+
+
+def compare_sets(a: dict[str, int | None], b: dict[str, int | None], origin: str) -> dict[str, Any]:
+    """Archiver's URL set against wget's: equal once canonicalized, or what differs.
+
+    wget does not canonicalize, so it fetches `?a=1&b=2` and `?b=2&a=1` both; archiver (like
+    Scrapy) fetches one. Those are counted apart, not as differences.
+    """
+    ca = {canonical(u, origin) for u in a}
+    cb = {canonical(u, origin) for u in b}
+    raw_a = {u.split("#")[0] for u in a}
+    same_once_canonical = sorted(u for u in b if u not in raw_a and canonical(u, origin) in ca)
+    return {
+        "equal_canonical": ca == cb,
+        "only_first": sorted(ca - cb)[:20],
+        "only_second": sorted(cb - ca)[:20],
+        "only_first_count": len(ca - cb),
+        "only_second_count": len(cb - ca),
+        "second_extra_same_once_canonical": len(same_once_canonical),
+        "second_extra_examples": [u[len(origin) :] for u in same_once_canonical[:3]],
+    }
+
+
+def run_tool(
+    tool: tools.Tool,
+    root: str,
+    workdir: Path,
+    concurrency: int,
+    urls_file: Path,
+    timeout: float,
+    nginx: server.Server,
+    frontier: str,
+) -> dict[str, Any]:
+    out = workdir / tool.name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    if tool.family == "archiver":
+        command = tools.archiver_command(tool, root, out, concurrency, frontier)
+    else:
+        command = tools.command(tool, root, out, concurrency, urls_file)
+    env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
+    log(f"{tool.name}: {' '.join(command)}")
+    server_cpu = nginx.cpu_seconds()
+    measured = run_measured(
+        command,
+        timeout=timeout,
+        stdout=out / "stdout",
+        stderr=out / "stderr",
+        cwd=BENCH.parent,
+        env=env,
+    )
+    server_cpu = nginx.cpu_seconds() - server_cpu
+    stdout = (out / "stdout").read_text(errors="replace")
+    stderr = (out / "stderr").read_text(errors="replace")
+    if (
+        tool.family == "archiver"
+        and frontier == "sqlite"
+        and measured.returncode == 2
+        and "not available" in stderr
+    ):
+        log(f"{tool.name}: sqlite frontier not available in this build, using memory")
+        return run_tool(tool, root, workdir, concurrency, urls_file, timeout, nginx, "memory")
+    result: dict[str, Any] = {}
+    if tool.family in ("archiver", "floor") and stdout.strip():
+        try:
+            result = json.loads(stdout)
+        except json.JSONDecodeError:
+            result = {}
+    urls, requests = tools.fetched_urls(tool, out, result)
+    ok = measured.returncode in OK_CODES.get(tool.family, {0}) and not measured.timed_out
+    row = row_for(tool, measured, urls, requests, result)
+    row.update(
+        command=command,
+        ok=ok,
+        server_cpu_seconds=round(server_cpu, 2),
+        frontier=frontier if tool.family == "archiver" else None,
+        stderr_tail=stderr[-1500:] if not ok else "",
+        report=result if tool.family == "archiver" else None,
+        _urls=urls,
+    )
+    log(
+        f"{tool.name}: {row['pages']} pages in {row['wall_seconds']:.1f} s "
+        f"({row['pages_per_second']:.0f}/s), exit {measured.returncode}"
+    )
+    return row
+
+
+def row_for(
+    tool: tools.Tool,
+    measured: Measured,
+    urls: dict[str, int | None],
+    requests: int,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    pages = len(urls) if urls else int(result.get("pages", 0))
+    wall = measured.wall_seconds
+    return {
+        "tool": tool.name,
+        "label": tool.label,
+        "pages": pages,
+        "requests": requests,
+        "wall_seconds": round(wall, 2),
+        "pages_per_second": round(pages / wall, 1) if wall else 0.0,
+        "cpu_seconds": round(measured.cpu_seconds, 2),
+        "cpu_seconds_per_1000_pages": round(measured.cpu_seconds / pages * 1000, 2) if pages else None,
+        "cpu_percent": round(100 * measured.cpu_seconds / wall) if wall else None,
+        "peak_rss_mb": round(measured.peak_tree_rss_kb / 1024, 1),
+        "max_process_rss_mb": round(measured.maxrss_kb / 1024, 1),
+        "returncode": measured.returncode,
+        "timed_out": measured.timed_out,
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gib": round(memory, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    reference = next((r for r in rows if r["tool"] == REFERENCE and r["ok"]), None)
+    lines = [
+        "| crawler | pages | wall s | pages/s | CPU s / 1k pages | peak RSS MB | speed vs archiver "
+        "| URL set vs expected |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        ratio = ""
+        if reference and row["pages_per_second"]:
+            ratio = f"{row['pages_per_second'] / reference['pages_per_second']:.2f}x"
+        check = row.get("check") or {}
+        if not row["ok"]:
+            urls = "FAILED" + (" (timeout)" if row["timed_out"] else f" (exit {row['returncode']})")
+        elif not check:
+            urls = "n/a (fixed list)"
+        elif check["missing"] == 0 and check["extra"] == 0:
+            urls = "= expected"
+        else:
+            parts = []
+            if check["missing"]:
+                why = []
+                if check["missing_srcset"]:
+                    why.append(f"{check['missing_srcset']} srcset")
+                if check["missing_css_only"]:
+                    why.append(f"{check['missing_css_only']} in CSS")
+                parts.append(f"-{check['missing']}" + (f" ({', '.join(why)})" if why else ""))
+            if check["extra"]:
+                parts.append(f"+{check['extra']}")
+            urls = " ".join(parts)
+        cpu = row["cpu_seconds_per_1000_pages"]
+        lines.append(
+            f"| {row['label']} | {row['pages']:,} | {row['wall_seconds']:.1f} | "
+            f"{row['pages_per_second']:,.0f} | {cpu if cpu is not None else '-'} | "
+            f"{row['peak_rss_mb']:.0f} | {ratio} | {urls} |"
+        )
+    return "\n".join(lines)
+
+
+def limits_text(data: dict[str, Any]) -> str:
+    wrk = data["nginx"]
+    cost = data["per_page_costs"]
+    lines = [
+        f"nginx alone (wrk, {wrk['connections']} connections, one page): "
+        f"{wrk['requests_per_second'] or 0:,.0f} requests/s, latency {wrk['latency_avg']}",
+        f"per page, one core: links (decode + selectolax + urljoin/urldefrag, "
+        f"{cost['links_per_page']:.0f} links, {cost['page_kb']:.1f} KB) {cost['links_us']:.0f} us "
+        f"(urljoin+urldefrag {cost['urljoin_us']:.0f} us) = {cost['links_pages_per_s']:,.0f} pages/s; "
+        f"gzip level 9 of the WARC record {cost['gzip_us']:.0f} us "
+        f"(level 6: {cost['gzip6_us']:.0f} us) = {cost['gzip_pages_per_s']:,.0f} pages/s",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--pages", type=int, help="HTML pages in the site (default 10,000; 2,000 with --quick or --slow)"
+    )
+    parser.add_argument("--quick", action="store_true", help="2,000 pages")
+    parser.add_argument("--slow", action="store_true", help="nginx delays every response by 50 ms")
+    parser.add_argument("--delay", type=float, default=server.DEFAULT_DELAY, help="slow-mode delay")
+    parser.add_argument("--concurrency", type=int, default=100, help="concurrent requests (100)")
+    parser.add_argument("--tools", default="", help=f"comma list out of {','.join(tools.TOOLS)}")
+    parser.add_argument("--seed", type=int, default=sitegen.DEFAULT_SEED)
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "archiver-bench",
+        help="where generated sites are kept between runs",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the crawlers' outputs")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per crawler")
+    parser.add_argument("--output", type=Path, help="results JSON (default bench/results/latest*.json)")
+    args = parser.parse_args(argv)
+
+    pages = args.pages or (2_000 if args.quick or args.slow else 10_000)
+    chosen = [t for t in args.tools.split(",") if t] or list(SLOW_TOOLS if args.slow else DEFAULT_TOOLS)
+    unknown = [t for t in chosen if t not in tools.TOOLS]
+    if unknown:
+        parser.error(f"unknown tool(s) {', '.join(unknown)}; choose from {', '.join(tools.TOOLS)}")
+    started = time.perf_counter()
+    server.ensure_packages("/usr/bin/time", "wget", packages=("time", "wget"))
+    args.cache.mkdir(parents=True, exist_ok=True)
+    site_dir, expected = site_for(pages, args.seed, args.cache)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=args.cache))
+    data: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "site": {
+            "pages": pages,
+            "seed": args.seed,
+            "urls": expected["count"],
+            "urls_canonical": expected["count"] - len(expected["canonical_duplicates"]),
+        },
+        "mode": {"slow": args.slow, "delay": args.delay if args.slow else 0, "concurrency": args.concurrency},
+        "versions": {},
+    }
+    try:
+        with server.start(site_dir, slow=args.slow, delay=args.delay) as nginx:
+            root = nginx.url
+            origin = root.rstrip("/")
+            data["versions"]["nginx"] = subprocess.run(
+                ["nginx", "-v"], capture_output=True, text=True
+            ).stderr.strip()
+            sample = next(u for u, v in expected["urls"].items() if v["kind"] == "page" and u != "/")
+            connections = args.concurrency if args.slow else 50
+            data["nginx"] = wrk_rate(origin + sample, connections)
+            idle = nginx.cpu_seconds()
+            data["nginx"]["cpu_seconds_during_wrk"] = round(idle, 2)
+            log(f"nginx: {data['nginx']['requests_per_second']} requests/s")
+            data["per_page_costs"] = {k: round(v, 1) for k, v in costs.measure(nginx.docroot, origin).items()}
+            urls_file = workdir / "urls.json"
+            urls_file.write_text(json.dumps([origin + u for u in expected["urls"]]))
+            rows = []
+            for name in chosen:
+                tool = tools.TOOLS[name]
+                data["versions"].setdefault(tool.family, tools.version(tool))
+                row = run_tool(
+                    tool, root, workdir, args.concurrency, urls_file, args.timeout, nginx, "sqlite"
+                )
+                if tool.family != "floor":
+                    row["check"] = compare(row["_urls"], expected, origin)
+                rows.append(row)
+            by_name = {r["tool"]: r for r in rows}
+            checks = {}
+            for name in ("archiver", "archiver-warc", "archiver-links"):
+                if name in by_name and "wget" in by_name:
+                    checks[f"{name} vs wget"] = compare_sets(
+                        by_name[name]["_urls"], by_name["wget"]["_urls"], origin
+                    )
+                    break
+            data["url_set_checks"] = checks
+            for row in rows:
+                row.pop("_urls")
+            data["rows"] = rows
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    data["total_seconds"] = round(time.perf_counter() - started, 1)
+    output = args.output or RESULTS / ("latest-slow.json" if args.slow else "latest.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(data, indent=1) + "\n")
+
+    mode = f"{args.delay * 1000:.0f} ms per response" if args.slow else "no delay"
+    print(
+        f"## {pages:,}-page site ({expected['count']:,} URLs), nginx on loopback, {mode}, "
+        f"concurrency {args.concurrency}"
+    )
+    print(
+        f"{data['date']}, {data['machine']['cpus']} cores ({data['machine']['cpu_model']}), "
+        f"load at start {data['machine']['load_average_at_start']}\n"
+    )
+    print(markdown_table(data["rows"]))
+    print()
+    print(limits_text(data))
+    for name, check in data["url_set_checks"].items():
+        same = "same canonical URL set" if check["equal_canonical"] else "DIFFERENT URL sets"
+        print(
+            f"{name}: {same} (only archiver: {check['only_first_count']} "
+            f"{check['only_first'][:5]}, only wget: {check['only_second_count']} "
+            f"{check['only_second'][:5]}); wget also fetched "
+            f"{check['second_extra_same_once_canonical']} URLs equal to others once "
+            f"canonicalized, e.g. {check['second_extra_examples'][:2]}"
+        )
+    print(f"\nresults: {output} (whole run {data['total_seconds']:.0f} s)")
+    return 0 if all(r["ok"] for r in data["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
