@@ -1,0 +1,153 @@
+"""The aiohttp application behind ``archiver serve``: routes, error pages, security headers.
+
+Two kinds of response leave this server.  UI pages (search, browse, history, status)
+carry `UI_CSP`, which allows no script at all.  Archived content under ``/replay/``
+carries the replay policy (see `replay_view`).  A request whose Host is not a loopback
+name is refused when the server listens on loopback, so a web page elsewhere cannot
+reach the archive through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import mimetypes
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from archiver.errors import ArchiveError
+
+from .library import REFRESH_SECONDS, Library
+from .render import ENVIRONMENT, FOLLOWERS, LIBRARY, STATIC, UI_CSP, make_environment, render
+from .replay_view import replay
+from .views import browse_page, history_page, missing_page, search_page, status_page
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+STATIC_FILES = web.AppKey("static_files", dict)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+UI_HEADERS = {
+    "Content-Security-Policy": UI_CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+
+
+def _host_name(host: str) -> str:
+    """'127.0.0.1:8080' -> '127.0.0.1'; '[::1]:80' -> '[::1]'."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+@web.middleware
+async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+    allowed = request.app[ALLOWED_HOSTS]
+    if allowed and _host_name((request.host or "").lower()) not in allowed:
+        raise web.HTTPMisdirectedRequest(text="this server answers only to its loopback address")
+    return await handler(request)
+
+
+@web.middleware
+async def error_pages(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes a short page with its status: never a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+        return _error(request, exc.status, exc.reason, message)
+    except ArchiveError as exc:
+        log.warning("%s: %s", request.path, exc)
+        return _error(request, 500, "Archive error", str(exc))
+    except Exception:
+        log.exception("error serving %s", request.path)
+        return _error(request, 500, "Internal Server Error", "the server failed to answer; see its log")
+
+
+def _error(request: web.Request, status: int, reason: str, message: str) -> web.Response:
+    response = render(
+        request, "error.html", status=status, section="", code=status, reason=reason, message=message
+    )
+    response.headers.update(UI_HEADERS)
+    return response
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """UI pages get the UI policy; replayed content set its own before this runs."""
+    if "Content-Security-Policy" not in response.headers:
+        for name, value in UI_HEADERS.items():
+            response.headers.setdefault(name, value)
+
+
+def _load_static() -> dict[str, tuple[bytes, str]]:
+    """The bundled static files, by name: nothing else on disk can be asked for."""
+    files = {}
+    for path in STATIC.iterdir():
+        if path.is_file() and not path.name.startswith("."):
+            kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            files[path.name] = (path.read_bytes(), kind)
+    return files
+
+
+async def static_file(request: web.Request) -> web.Response:
+    found = request.app[STATIC_FILES].get(request.match_info["name"])
+    if found is None:
+        raise web.HTTPNotFound(text="no such file")
+    data, kind = found
+    return web.Response(body=data, content_type=kind, headers={"Cache-Control": "max-age=3600"})
+
+
+async def favicon(request: web.Request) -> web.Response:
+    return web.Response(status=204)
+
+
+def make_app(
+    archives: Sequence[Path | str] | Library,
+    *,
+    host: str = "127.0.0.1",
+    refresh_seconds: float = REFRESH_SECONDS,
+) -> web.Application:
+    """The web application serving `archives` (folders or WARC files).
+
+    `host` is the address the server listens on: on a loopback address only loopback
+    Host headers are answered.
+    """
+    library = archives if isinstance(archives, Library) else Library.open(archives, refresh_seconds)
+    app = web.Application(middlewares=[check_host, error_pages], client_max_size=64 * 1024)
+    app[LIBRARY] = library
+    app[ENVIRONMENT] = make_environment()
+    app[FOLLOWERS] = {}
+    app[STATIC_FILES] = _load_static()
+    app[ALLOWED_HOSTS] = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else frozenset()
+    app.on_response_prepare.append(_security_headers)
+    app.router.add_get("/", search_page)
+    app.router.add_get("/search", search_page)
+    app.router.add_get("/browse", browse_page)
+    app.router.add_get("/history", history_page)
+    app.router.add_get("/status", status_page)
+    app.router.add_get("/replay/{tail:.*}", replay)
+    app.router.add_get("/missing/{tail:.*}", missing_page)
+    app.router.add_get("/static/{name}", static_file)
+    app.router.add_get("/favicon.ico", favicon)
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """True for a name or address that only this machine can reach."""
+    name = host.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

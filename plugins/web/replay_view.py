@@ -1,0 +1,138 @@
+"""Serve one archived response at ``/replay/TIMESTAMP[MODIFIER]/URL``.
+
+The capture nearest the timestamp is served; a top-level page is first redirected to
+its exact capture time, so the address bar, the banner and every rewritten link agree.
+Archived redirects are followed inside the archive.  Archived content runs under
+`REPLAY_CSP`: it may load only from this server, and the ``sandbox`` directive without
+``allow-same-origin`` gives it an opaque origin, so its scripts can neither read the
+UI pages nor call out to the live web.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+from dataclasses import dataclass
+from email.utils import formatdate
+
+import jinja2
+from aiohttp import web
+
+from archiver.decode import choose_encoding
+
+from ..warc.reader import StoredResponse
+from .library import Found, Library, seconds
+from .render import ENVIRONMENT, LIBRARY, link_url
+from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
+from .target import Target, parse_target
+from .views import missing_response
+
+REPLAY_CSP = (
+    "default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'; connect-src 'self'; "
+    "form-action 'self'; sandbox allow-scripts allow-forms allow-popups"
+)
+MAX_CONTENT = 256 * 1024 * 1024
+MAX_REWRITE = 32 * 1024 * 1024
+"""Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+PASSED_HEADERS = ("content-language",)
+
+
+def replay_headers(timestamp: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": REPLAY_CSP,
+        "Access-Control-Allow-Origin": "*",
+        "Memento-Datetime": _http_date(timestamp),
+        "Cache-Control": "no-cache",
+    }
+
+
+def _http_date(timestamp: str) -> str:
+    return formatdate(seconds(timestamp), usegmt=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    data: bytes
+    content_type: str
+
+
+def _media_type(stored: StoredResponse) -> str:
+    return stored.content_type or (mimetypes.guess_type(stored.url.split("?", 1)[0])[0] or "")
+
+
+def _declared_charset(stored: StoredResponse) -> str | None:
+    for part in (stored.header("Content-Type") or "").split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset":
+            return value.strip().strip("\"'")
+    return None
+
+
+def build_body(
+    library: Library, found: Found, stored: StoredResponse, target: Target, env: jinja2.Environment
+) -> Body:
+    """The bytes to send and their Content-Type; blocking (decoding and rewriting)."""
+    content = stored.content(MAX_CONTENT)
+    mime = _media_type(stored)
+    original_type = stored.header("Content-Type") or mime or "application/octet-stream"
+    if target.modifier == IDENTITY or len(content) > MAX_REWRITE:
+        return Body(content, original_type)
+    if mime not in HTML_TYPES and mime != "text/css":
+        return Body(content, original_type)
+    encoding, _source = choose_encoding(content, mime, _declared_charset(stored))
+    text = content.decode(encoding, errors="replace")
+    urls = UrlRewriter(stored.url, found.capture.timestamp, is_archived=library.is_archived)
+    if mime == "text/css":
+        return Body(urls.rewrite_css(text).encode("utf-8"), "text/css; charset=utf-8")
+    banner = "" if target.modifier == FRAME else _banner(library, found, stored, target, env)
+    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8")
+
+
+def _banner(
+    library: Library, found: Found, stored: StoredResponse, target: Target, env: jinja2.Environment
+) -> str:
+    """The strip above a replayed page: when it was captured, what it was, the other captures."""
+    by_time = {f.capture.timestamp: f.capture for f in library.history(target.url)}
+    stamps = sorted(by_time)
+    current = found.capture.timestamp
+    index = stamps.index(current) if current in stamps else 0
+    return env.get_template("banner.html").render(
+        capture=found.capture,
+        url=target.url,
+        status=stored.status,
+        truncated=stored.truncated,
+        position=index + 1,
+        total=max(len(stamps), 1),
+        previous=by_time[stamps[index - 1]] if index > 0 else None,
+        following=by_time[stamps[index + 1]] if index + 1 < len(stamps) else None,
+    )
+
+
+async def replay(request: web.Request) -> web.StreamResponse:
+    library = request.app[LIBRARY]
+    target = parse_target(request, "/replay/")
+    found = await asyncio.to_thread(library.nearest, target.url, target.timestamp)
+    if found is None:
+        if target.modifier in ("", FRAME):
+            return missing_response(request, target.url)
+        return web.Response(status=404, text="not archived", headers=replay_headers(target.timestamp))
+    capture = found.capture
+    if target.modifier == "" and capture.timestamp != target.timestamp:
+        raise web.HTTPFound(link_url(replay_path(capture.timestamp, target.url)))
+    stored = await asyncio.to_thread(found.archive.read, capture)
+    status = stored.status or 200
+    if 300 <= status < 400 and target.modifier != IDENTITY:
+        location = stored.header("Location")
+        resolved = UrlRewriter(stored.url, capture.timestamp).absolute(location) if location else None
+        if resolved is not None and resolved != target.url:
+            raise web.HTTPFound(link_url(replay_path(target.timestamp, resolved, target.modifier)))
+    body = await asyncio.to_thread(build_body, library, found, stored, target, request.app[ENVIRONMENT])
+    headers = replay_headers(capture.timestamp)
+    for name, value in stored.headers:
+        if name.lower() in PASSED_HEADERS:
+            headers[name] = value
+    response = web.Response(body=body.data, status=status if 200 <= status < 600 else 200, headers=headers)
+    response.headers["Content-Type"] = body.content_type
+    return response

@@ -1,0 +1,211 @@
+"""Full-text search over the served archives, through the index plugin's `search` API.
+
+Each archive has its own index; with several archives the best results of each are
+merged by score.  The index's query language filters by site (``site:HOST``); the
+content-type and date filters are applied here to the best `SCAN` matches, and the
+count then says so.  Titles and URLs come back from the index as the pages wrote them
+and are escaped by the templates; the snippet is HTML the highlighter escaped, and
+`safe_snippet` checks that again before it is trusted, so a bug in one layer is not
+an injection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from archiver.errors import ArchiverError
+
+from .library import ArchiveHandle
+
+_MARK = re.compile(r'(<b class="match term\d+">|</b>)')
+
+
+def safe_snippet(snippet: str) -> Markup:
+    """The highlighter's snippet, keeping only its ``<b class="match termN">`` marks.
+
+    Text between the marks is already escaped; any ``<`` or ``>`` left in it means it
+    was not, and that piece is escaped here.  Unbalanced marks are closed.
+    """
+    out: list[str] = []
+    open_marks = 0
+    for piece in _MARK.split(snippet or ""):
+        if _MARK.fullmatch(piece):
+            if piece == "</b>":
+                if open_marks:
+                    open_marks -= 1
+                    out.append(piece)
+            else:
+                open_marks += 1
+                out.append(piece)
+        elif "<" in piece or ">" in piece or '"' in piece:
+            out.append(html.escape(piece, quote=True))
+        else:
+            out.append(piece)
+    out.append("</b>" * open_marks)
+    return Markup("".join(out))
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    url: str
+    title: str
+    time: str
+    snippet: Markup
+    score: float
+    host: str
+    content_type: str
+    archive: str
+
+
+@dataclass
+class Results:
+    query: str
+    hits: list[Hit] = field(default_factory=list)
+    total: int = 0
+    page: int = 1
+    per_page: int = 10
+    suggestions: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    approximate: bool = False
+    """The filters were applied to the best `SCAN` matches only: `total` is a lower bound."""
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    site: str = ""
+    content_type: str = ""
+    date_from: str = ""
+    date_to: str = ""
+    """Dates as 14-digit timestamps (``date_to`` inclusive, already padded with 9s)."""
+
+    @property
+    def post(self) -> bool:
+        """Whether some filter is applied here rather than by the index."""
+        return bool(self.content_type or self.date_from or self.date_to)
+
+    def accepts(self, hit: Any) -> bool:
+        kind = (hit.content_type or "").lower()
+        wanted = self.content_type.lower()
+        if wanted and not (kind == wanted or (wanted.endswith("/") and kind.startswith(wanted))):
+            return False
+        if self.date_from and hit.time < self.date_from:
+            return False
+        return not (self.date_to and hit.time > self.date_to)
+
+
+SCAN = 500
+"""How many of the best matches the content-type and date filters look through."""
+SNIPPET_PAGE = 50
+
+
+@dataclass
+class _Answer:
+    hits: list[Hit]
+    total: int
+    suggestion: str | None
+    notes: list[str]
+    approximate: bool = False
+
+
+def query_text(query: str, site: str) -> str:
+    """The index query for `query` restricted to `site` (a host; a port is ignored)."""
+    if not site:
+        return query
+    host = site.split("/", 1)[0]
+    host = host.split("]", 1)[0].lstrip("[") if host.startswith("[") else host.rsplit(":", 1)[0]
+    return f"{query} site:{host}".strip()
+
+
+def _hit(raw: Any, archive: str, snippet: str | None = None) -> Hit:
+    return Hit(
+        url=raw.url,
+        title=raw.title or "",
+        time=raw.time or "",
+        snippet=safe_snippet(raw.snippet if snippet is None else snippet),
+        score=float(raw.score),
+        host=raw.host or "",
+        content_type=raw.content_type or "",
+        archive=archive,
+    )
+
+
+def _notes(result: Any) -> list[str]:
+    notes = list(result.notes)
+    if result.timed_out:
+        notes.append("the search took too long: these are the best results found in time")
+    if result.pending:
+        notes.append(f"{result.pending:,} archived pages are not in the search index yet")
+    return notes
+
+
+def _search_one(
+    handle: ArchiveHandle, text: str, page: int, per_page: int, filters: Filters, merging: bool
+) -> _Answer:
+    """This archive's hits for one page (`merging`: all hits up to that page)."""
+    from ..index.search import search
+
+    first = 1 if merging else page
+    if not filters.post:
+        limit = page * per_page if merging else per_page
+        result = search(handle.folder, text, limit=limit, page=first)
+        hits = [_hit(h, handle.name) for h in result.hits]
+        return _Answer(hits, result.total, result.suggestion, _notes(result))
+    scan = search(handle.folder, text, limit=SCAN, page=1, with_snippets=False)
+    matched = [h for h in scan.hits if filters.accepts(h)]
+    shown = matched[: page * per_page] if merging else matched[(page - 1) * per_page : page * per_page]
+    snippets: dict[tuple[str, str], str] = {}
+    for snippet_page in sorted({(h.rank - 1) // SNIPPET_PAGE + 1 for h in shown}):
+        batch = search(handle.folder, text, limit=SNIPPET_PAGE, page=snippet_page)
+        snippets.update({(h.url, h.time): h.snippet for h in batch.hits})
+    hits = [_hit(h, handle.name, snippets.get((h.url, h.time), "")) for h in shown]
+    return _Answer(hits, len(matched), scan.suggestion, _notes(scan), approximate=scan.total > SCAN)
+
+
+async def run_search(
+    handles: Sequence[ArchiveHandle], query: str, *, page: int, per_page: int, filters: Filters
+) -> Results:
+    """One page of results over `handles`; an archive whose index fails adds an error line."""
+    started = time.perf_counter()
+    results = Results(query=query, page=page, per_page=per_page)
+    text = query_text(query, filters.site)
+    merging = len(handles) > 1
+    answers = await asyncio.gather(
+        *(asyncio.to_thread(_search_one, h, text, page, per_page, filters, merging) for h in handles),
+        return_exceptions=True,
+    )
+    merged: list[Hit] = []
+    for handle, answer in zip(handles, answers, strict=True):
+        if isinstance(answer, ArchiverError):
+            results.errors.append(f"{handle.name}: {answer}" if merging else str(answer))
+            continue
+        if isinstance(answer, BaseException):
+            raise answer
+        merged.extend(answer.hits)
+        results.total += answer.total
+        results.approximate |= answer.approximate
+        results.notes.extend(f"{handle.name}: {n}" if merging else n for n in answer.notes)
+        suggestion = answer.suggestion
+        if suggestion and text != query and suggestion.endswith(text[len(query) :]):
+            suggestion = suggestion[: len(suggestion) - len(text) + len(query)]
+        if suggestion and suggestion not in results.suggestions:
+            results.suggestions.append(suggestion)
+    if merging:
+        merged.sort(key=lambda h: -h.score)
+        merged = merged[(page - 1) * per_page : page * per_page]
+    results.hits = merged
+    results.elapsed = time.perf_counter() - started
+    return results
