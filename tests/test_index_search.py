@@ -184,7 +184,9 @@ def test_missing_and_damaged_index(tmp_path: Path) -> None:
         search(tmp_path, "text")
 
 
-def test_cli_prints_rank_title_url_time_and_snippet(archive: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_rank_title_url_time_and_snippet(
+    archive: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["search", str(archive), "asyncio", "queue"]) == 0
     out = capsys.readouterr().out
     assert "1. Asyncio Queue" in out

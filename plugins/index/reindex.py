@@ -123,8 +123,6 @@ def _capture(
     when = warc_time(record.rec_headers.get_header("WARC-Date") or "")
     digest = record.rec_headers.get_header("WARC-Payload-Digest")
     if record.rec_type == "response":
-        if digest:
-            originals[digest] = (path, iterator.get_record_offset())
         if not is_indexable(status, media):
             return None
         try:
@@ -132,6 +130,8 @@ def _capture(
         except Exception as exc:  # a corrupt gzip body or chunking: skip this record
             log.warning("reindex: skipped %s: %s", url, exc)
             return None
+        if digest:  # after the payload: warcio finds the offset by reading to the end
+            originals[digest] = (path, iterator.get_record_offset())
     else:
         if not is_indexable(status, media) or digest not in originals:
             return None

@@ -33,9 +33,7 @@ class Spool:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(
-            path, timeout=60, isolation_level=None, check_same_thread=False
-        )
+        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
