@@ -7,9 +7,9 @@ batches (every `COMMIT_EVERY` changes or `COMMIT_SECONDS`), so a crash loses at 
 suffix of recent changes, never a change without the ones before it.
 
 That ordering is what makes resuming safe.  A URL moves queued -> in flight -> done or
-failed.  Items are leased from the queue in batches and the lease is written as the
-"in flight" state, so after a crash every URL that might have been fetched is still in
-flight on disk.  `open()` puts those back in the queue and remembers them in
+failed.  Items are leased from the queue in batches and the lease is committed as the
+"in flight" state before the first of them is handed out, so after a crash every URL
+that might have been fetched is in flight (or done) on disk.  `open()` puts those back in the queue and remembers them in
 `recovered`, so resume can look for their records in the WARC files and mark the ones
 already archived done (`mark_done`) instead of fetching them twice.
 
@@ -329,7 +329,9 @@ class SqliteFrontier:
         )
         for row_id, key, url, depth, left, referrer, kind in rows:
             self._lease.append((row_id, key, _item(url or key, depth, left, referrer, kind)))
-        self._wrote(len(rows))
+        # Durable before any of them is fetched: after a crash, every URL that may have
+        # reached the WARC is in flight on disk, so resume looks for it there.
+        self._commit()
 
 
 def _item(url: str, depth: int, redirects_left: int, referrer: str | None, kind: str) -> Item:

@@ -21,7 +21,7 @@ from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .frontier import Counts
 from .frontier_sqlite import STATE_NAME, read_counts
-from .lock import Holder, is_locked, read_holder
+from .lock import LOCK_NAME, Holder, is_locked, read_holder
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -82,18 +82,14 @@ def archive_status(archive: Path) -> ArchiveStatus:
         else:
             state = RESUMABLE
         return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+    if running:
+        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
-        if any(archive.iterdir()):
+        if any(p.name != LOCK_NAME for p in archive.iterdir()):
             raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
         return ArchiveStatus(archive, NEW)
     # A crawl with the memory frontier leaves no state: only its report can tell.
-    complete = _report_complete(archive)
-    if running:
-        state = RUNNING
-    elif complete:
-        state = COMPLETE
-    else:
-        state = NOT_RESUMABLE
+    state = COMPLETE if _report_complete(archive) else NOT_RESUMABLE
     return ArchiveStatus(archive, state, Counts(), "memory", holder, stale)
 
 
@@ -126,7 +122,7 @@ def _describe(status: ArchiveStatus) -> str:
 def status_command(archive: Path, as_json: bool) -> None:
     """Show how far the crawl in ARCHIVE got: complete, resumable or running, with counts.
 
-    Exit code 0 whatever the state; 1 when ARCHIVE cannot be read.
+    Exit code 0 whatever the state; 2 when ARCHIVE is missing or is not an archive.
     """
     from .manager import Hooks, make_plugin_manager
 
