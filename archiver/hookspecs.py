@@ -75,8 +75,9 @@ def accept_url(url: str, referrer: str | None, crawl: Crawl) -> bool | None:
 
     Called for each candidate (root, link or redirect target) that passed the core's own
     scope, limit and already-seen checks.  `url` is absolute without fragment; `referrer`
-    is the page that linked it (None for roots).  Return ``False`` to drop it, ``True``
-    to keep it, ``None`` for no opinion; the first non-None answer wins.  Must be sync.
+    is the page that linked it (None for roots); `crawl` is the running crawl.  Return
+    ``False`` to drop it, ``True`` to keep it, ``None`` for no opinion; the first
+    non-None answer wins.  Must be sync.
     """
 
 
@@ -84,8 +85,9 @@ def accept_url(url: str, referrer: str | None, crawl: Crawl) -> bool | None:
 def prepare_request(url: str, headers: MutableMapping[str, str], crawl: Crawl) -> None:
     """Adjust the request headers just before `url` is fetched.
 
-    Called before every fetch attempt with the header mapping that will be sent
-    (User-Agent, Accept, Accept-Encoding, ...); change it in place.  Must be sync.
+    Called before every fetch attempt; `headers` is the mapping that will be sent
+    (User-Agent, Accept, Accept-Encoding, ...): change it in place.  `crawl` is the
+    running crawl.  Must be sync.
     """
 
 
@@ -93,8 +95,9 @@ def prepare_request(url: str, headers: MutableMapping[str, str], crawl: Crawl) -
 def extract_links(page: Page, crawl: Crawl) -> Iterable[Link | str] | None:
     """Return the links found in a fetched page.
 
-    Called for every page that is not a redirect, whatever its status, before
-    `page_fetched` (which receives the merged result).  Return absolute URLs: plain strings count as
+    Called for every `page` that is not a redirect, whatever its status, before
+    `page_fetched` (which receives the merged result); `crawl` holds the configuration
+    (``crawl.config.max_links_per_page``) and the counters.  Return absolute URLs: plain strings count as
     navigational links, ``Link`` records carry their kind (page, requisite, import), which
     decides how far they are followed.  Results of all plugins are merged; the core
     drops fragments, canonicalizes, deduplicates and applies the scope.  Must be sync
@@ -110,8 +113,8 @@ def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     what `extract_links` found in it (empty for redirects and unparsed types), before
     scope rules: the outlinks a WARC metadata record or a link graph wants.  The URL is
     marked done in the frontier only after every implementation returned, so a writer
-    that must not lose the page awaits its own flush before returning.  May be
-    ``async def``.
+    that must not lose the page awaits its own flush before returning.  `crawl` is the
+    running crawl.  May be ``async def``.
     """
 
 
@@ -119,8 +122,9 @@ def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
 def fetch_failed(url: str, error: FetchError, crawl: Crawl) -> None:
     """A URL gave no HTTP response after all its tries, or was refused by a limit.
 
-    `error` is an ``archiver.FetchError`` with `kind` (``'timeout'``, ``'network'``,
-    ``'dns'``, ``'limit'``, ...), `message` and `attempts`.  May be ``async def``.
+    `url` is the URL as queued; `crawl` is the running crawl.  `error` is an
+    ``archiver.FetchError`` with `kind` (``'timeout'``, ``'network'``, ``'dns'``,
+    ``'limit'``, ...), `message` and `attempts`.  May be ``async def``.
     """
 
 

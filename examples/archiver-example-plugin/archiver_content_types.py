@@ -1,0 +1,100 @@
+"""An example archiver plugin: content types of a crawl, and extensions it should skip.
+
+It shows each kind of hook once:
+
+* ``configure``: validate the ``[plugins.content_types]`` table before the crawl starts;
+* ``accept_url`` (a question, must be sync): refuse URLs ending in a skipped extension;
+* ``crawl_started`` / ``page_fetched`` / ``crawl_finished`` (notifications, may be async):
+  count the pages by content type and write ``ARCHIVE/content-types.json`` at the end,
+  with the blocking file write moved off the event loop;
+* ``register_commands``: add ``archiver content-types ARCHIVE`` to print that file.
+
+Install it next to archiver (``pip install -e examples/archiver-example-plugin``) and it
+runs on every crawl; ``archiver plugins`` lists it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from archiver import ConfigError, UsageError, hookimpl
+
+if TYPE_CHECKING:
+    from archiver import Crawl, Link, Page
+    from archiver.config import Config
+
+NAME = "content_types"
+REPORT = "content-types.json"
+DEFAULT_SKIP: tuple[str, ...] = (".iso", ".dmg")
+
+
+def skipped_extensions(config: Config) -> tuple[str, ...]:
+    """The `skip_extensions` setting, lower-cased; raises ConfigError naming a bad key or value."""
+    table = config.plugin(NAME)
+    unknown = sorted(set(table) - {"skip_extensions"})
+    if unknown:
+        raise ConfigError(f"plugins.{NAME}: unknown key {unknown[0]!r} (known: 'skip_extensions')")
+    value = table.get("skip_extensions", list(DEFAULT_SKIP))
+    if not isinstance(value, list) or not all(
+        isinstance(item, str) and item.startswith(".") for item in value
+    ):
+        raise ConfigError(f"plugins.{NAME}.skip_extensions: expected a list like ['.iso'], got {value!r}")
+    return tuple(item.lower() for item in value)
+
+
+@hookimpl
+def configure(config: Config) -> None:
+    """Fail before crawling when the table is wrong (the CLI prints one line, exit code 2)."""
+    skipped_extensions(config)
+
+
+@hookimpl
+def accept_url(url: str, crawl: Crawl) -> bool | None:
+    """False for a skipped extension; None (no opinion) otherwise, so other plugins decide."""
+    path = url.split("?", 1)[0].split("#", 1)[0].lower()
+    if path.endswith(skipped_extensions(crawl.config)):
+        return False
+    return None
+
+
+@hookimpl
+def crawl_started(crawl: Crawl) -> None:
+    # Per-run state lives on the crawl, never in module globals: one process may run
+    # several crawls (tests do).
+    crawl.extra[f"{NAME}.counts"] = collections.Counter()
+
+
+@hookimpl
+def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
+    counts: collections.Counter[str] = crawl.extra[f"{NAME}.counts"]
+    counts[page.content_type or "(none)"] += 1
+
+
+@hookimpl
+async def crawl_finished(crawl: Crawl) -> None:
+    counts = crawl.extra.get(f"{NAME}.counts")
+    if counts is None:  # the crawl stopped before it started
+        return
+    text = json.dumps(dict(counts.most_common()), indent=2) + "\n"
+    # A file write blocks: do it in a thread so the event loop keeps running.
+    await asyncio.to_thread((crawl.archive / REPORT).write_text, text, encoding="utf-8")
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    @cli.command("content-types")
+    @click.argument("archive", type=click.Path(path_type=Path))
+    def content_types(archive: Path) -> None:
+        """Pages per content type in ARCHIVE's last crawl."""
+        report = archive / REPORT
+        if not report.is_file():
+            raise UsageError(f"{archive}: no {REPORT} (was the content_types plugin installed?)")
+        for content_type, count in json.loads(report.read_text(encoding="utf-8")).items():
+            click.echo(f"{count:8d}  {content_type}")
