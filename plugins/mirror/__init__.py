@@ -1,1 +1,17 @@
-"""Bundled plugin mirror."""
+"""Bundled plugin `mirror`: ``archiver export`` writes an archive as an offline mirror, a zip or a WACZ."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archiver.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import click
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from .commands import add_commands
+
+    add_commands(cli)

@@ -1,0 +1,87 @@
+"""`archiver export ARCHIVE DIR`: the command line of the mirror plugin."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .export import FORMATS, ExportOptions, ExportResult, export_mirror
+from .plan import check_timestamp
+
+__all__ = ["add_commands"]
+
+_SUFFIX_FORMATS = {".zip": "zip", ".wacz": "wacz"}
+
+
+def _format_for(output: Path, given: str | None) -> str:
+    if given:
+        return given
+    return _SUFFIX_FORMATS.get(output.suffix.lower(), "dir")
+
+
+def add_commands(cli: click.Group) -> None:
+    @cli.command("export")
+    @click.argument("archive", type=click.Path(path_type=Path))
+    @click.argument("output", metavar="DIR", type=click.Path(path_type=Path))
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        help="dir (default), zip, or wacz; a DIR ending in .zip/.wacz picks that format.",
+    )
+    @click.option(
+        "--at",
+        "timestamp",
+        metavar="YYYYMMDDhhmmss",
+        help="Export the capture of each URL nearest to this time (default: the latest).",
+    )
+    @click.option(
+        "--mark-missing/--no-mark-missing",
+        default=True,
+        help="Mark links to pages not in the archive (data-archive-missing + a title). Default on.",
+    )
+    @click.option("--json", "as_json", is_flag=True, help="Print the result and the report as JSON.")
+    @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+    def export(
+        archive: Path,
+        output: Path,
+        fmt: str | None,
+        timestamp: str | None,
+        mark_missing: bool,
+        as_json: bool,
+        quiet: bool,
+    ) -> None:
+        """Write the archive ARCHIVE as files a browser opens offline, under DIR.
+
+        Every page, stylesheet, image, script and font is written to DIR/HOST/PATH
+        with its links rewritten to relative paths of the exported files; open
+        DIR/index.html to start.  Exporting again writes only what changed.
+        `--format zip` writes the same tree into one zip file, `--format wacz`
+        packs the WARC files, index and page list as a WACZ for ReplayWeb.page/pywb.
+        Links that could not be made local are listed in DIR/export-report.json.
+        """
+        options = ExportOptions(
+            format=_format_for(output, fmt),
+            timestamp=check_timestamp(timestamp) if timestamp else None,
+            mark_missing=mark_missing,
+        )
+        result = export_mirror(archive, output, options)
+        _print(result, as_json, quiet)
+
+
+def _print(result: ExportResult, as_json: bool, quiet: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    for warning in result.warnings:
+        click.echo(f"archiver: warning: {warning}", err=True)
+    for error in result.errors[:10]:
+        click.echo(f"archiver: error: {error}", err=True)
+    if len(result.errors) > 10:
+        click.echo(f"archiver: ... and {len(result.errors) - 10} more errors (see the report)", err=True)
+    if not quiet:
+        click.echo(result.summary())
+    sys.stdout.flush()

@@ -1,0 +1,204 @@
+"""What the mirror holds: one capture per URL, its file, and how links find it.
+
+The plan is built from the archive's index alone (plus the few redirect and revisit
+records whose headers are needed), before any page is rewritten, because rewriting a
+page needs to know the file of every URL it links to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from w3lib.url import safe_url_string
+
+from archiver.errors import ArchiveError, UsageError
+from archiver.urls import canonical_key
+
+from ..warc.reader import Capture, WarcArchive
+from ..warc.surt import surt
+from .names import Path, allocate, natural_path
+
+log = logging.getLogger(__name__)
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_UNUSABLE_2XX = frozenset({204, 205, 206})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_REDIRECT_HOPS = 20
+REDIRECT_MIME = "text/html"
+
+
+def normalize(url: str) -> str | None:
+    """The URL as the plan keys it: http(s) only, scheme and host lower-case, default
+    port and fragment dropped, non-ASCII and spaces percent-encoded; None otherwise."""
+    try:
+        parts = urlsplit(safe_url_string(url.strip()))
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+            return None
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname.lower().rstrip(".")
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def usable(capture: Capture) -> bool:
+    """A capture worth a file: a success with a body, or a redirect."""
+    status = capture.status
+    if status is None:
+        return False
+    return (200 <= status < 300 and status not in _UNUSABLE_2XX) or status in REDIRECT_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One URL of the mirror: the capture chosen for it and what its file is."""
+
+    url: str
+    capture: Capture
+    mime: str
+    status: int
+    location: str | None = None
+    """For a redirect: the normalized absolute target."""
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.location is not None
+
+
+@dataclass
+class Plan:
+    items: dict[str, Item]
+    paths: dict[str, Path]
+    skipped: dict[str, int] = field(default_factory=dict)
+    """URLs whose only captures are not usable (404, 500...): url -> latest status."""
+    errors: list[str] = field(default_factory=list)
+    _by_canonical: dict[str, str] = field(default_factory=dict, repr=False)
+    _by_surt: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for url in sorted(self.items):
+            self._by_canonical.setdefault(canonical_key(url), url)
+            self._by_surt.setdefault(surt(url), url)
+
+    def find(self, url: str) -> Item | None:
+        """The item for a normalized URL: exact, then canonical (query order), then SURT."""
+        item = self.items.get(url)
+        if item is not None:
+            return item
+        other = self._by_canonical.get(canonical_key(url)) or self._by_surt.get(surt(url))
+        return self.items.get(other) if other else None
+
+    def final(self, url: str) -> Item | None:
+        """The item a link to `url` should reach: redirects followed to a page when the
+        chain ends in the mirror, else the first redirect's own forwarding page."""
+        first = self.find(url)
+        item = first
+        seen: set[str] = set()
+        while item is not None and item.location is not None and len(seen) < MAX_REDIRECT_HOPS:
+            seen.add(item.url)
+            following = self.find(item.location)
+            if following is None or following.url in seen:
+                return first
+            item = following
+        return item if item is not None and not item.is_redirect else first
+
+    def skipped_status(self, url: str) -> int | None:
+        return self.skipped.get(url)
+
+
+def _pick(captures: list[Capture], timestamp: str | None) -> Capture | None:
+    chosen = [c for c in captures if usable(c)]
+    if not chosen:
+        return None
+    if timestamp is None:
+        return max(chosen, key=lambda c: c.timestamp)
+    wanted = _seconds(timestamp)
+    chosen.sort(key=lambda c: c.timestamp)
+    return min(reversed(chosen), key=lambda c: abs(_seconds(c.timestamp) - wanted))
+
+
+def _seconds(timestamp: str) -> float:
+    digits = (timestamp + "19700101000000"[len(timestamp) :])[:14]
+    try:
+        return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def check_timestamp(timestamp: str) -> str:
+    """`timestamp` if it is 4 to 14 digits of a date (``2024``, ``20240115``...); else UsageError."""
+    digits = (timestamp + "0101000000"[max(len(timestamp) - 4, 0) :])[:14]
+    if not (timestamp.isdigit() and 4 <= len(timestamp) <= 14):
+        raise UsageError(f"--at wants 4 to 14 digits (YYYYMMDDhhmmss), not {timestamp!r}")
+    try:
+        datetime.strptime(digits, "%Y%m%d%H%M%S")
+    except ValueError:
+        raise UsageError(f"--at {timestamp}: not a valid date and time") from None
+    return timestamp
+
+
+def build_plan(archive: WarcArchive, timestamp: str | None = None) -> Plan:
+    """Choose a capture per URL (the latest, or the nearest to `timestamp`) and its file."""
+    groups: dict[str, list[Capture]] = {}
+    for capture in archive.iter_captures():
+        url = normalize(capture.url)
+        if url is not None:
+            groups.setdefault(url, []).append(capture)
+    items: dict[str, Item] = {}
+    skipped: dict[str, int] = {}
+    errors: list[str] = []
+    for url, captures in groups.items():
+        chosen = _pick(captures, timestamp)
+        if chosen is None:
+            statuses = [c.status for c in sorted(captures, key=lambda c: c.timestamp) if c.status]
+            if statuses:
+                skipped[url] = statuses[-1]
+            continue
+        try:
+            item = _item(archive, url, chosen)
+        except ArchiveError as exc:
+            errors.append(str(exc))
+            continue
+        if item is not None:
+            items[url] = item
+    paths = allocate(
+        (url, natural_path(url, REDIRECT_MIME if item.is_redirect else item.mime))
+        for url, item in items.items()
+    )
+    return Plan(items=items, paths=paths, skipped=skipped, errors=errors)
+
+
+def _item(archive: WarcArchive, url: str, capture: Capture) -> Item | None:
+    status = capture.status or 0
+    mime = (capture.mime or "").lower()
+    if status in REDIRECT_STATUSES or capture.is_revisit:
+        response = archive.read(capture)
+        if status in REDIRECT_STATUSES:
+            location = response.header("Location")
+            target = normalize(urljoin(capture.url, location.strip())) if location else None
+            if target is None or target == url:
+                return None
+            return Item(url, capture, REDIRECT_MIME, status, target)
+        mime = response.content_type
+    return Item(url, capture, mime, status)
+
+
+def roots_of(items: Iterable[Item]) -> list[str]:
+    """Start pages when the crawl's roots are unknown: each host's shortest HTML URL."""
+    best: dict[str, str] = {}
+    for item in items:
+        if item.mime not in ("text/html", "application/xhtml+xml") and not item.is_redirect:
+            continue
+        host = urlsplit(item.url).netloc
+        current = best.get(host)
+        if current is None or (len(item.url), item.url) < (len(current), current):
+            best[host] = item.url
+    return [best[host] for host in sorted(best)]

@@ -1,0 +1,218 @@
+"""`--format wacz`: the archive packed as one WACZ 1.1.1 file for ReplayWeb.page and pywb.
+
+Layout (https://specs.webrecorder.net/wacz/1.1.1/):
+
+    archive/*.warc.gz          the WARC files, stored (not deflated) so readers can seek
+    indexes/index.cdxj         every response/revisit, sorted CDXJ, filenames in archive/
+    pages/pages.jsonl          one line per HTML page: url, ts, title, text
+    datapackage.json           each file's path, size and sha256
+    datapackage-digest.json    the sha256 of datapackage.json
+
+A WARC file still being written (``.open``) goes in under its final name; a WARC file
+with a damaged tail goes in cut back to its last whole record, with only the index lines
+of the records it still holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path as FsPath
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
+
+from archiver import __version__
+from archiver.decode import choose_encoding
+from archiver.errors import ArchiveError
+
+from ..warc.reader import Capture, WarcArchive
+from .export import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
+from .plan import Item, build_plan
+from .render import HTML_TYPES
+from .sinks import zip_time
+from .tail import check_tail
+
+__all__ = ["WACZ_VERSION", "export_wacz"]
+
+WACZ_VERSION = "1.1.1"
+MAX_TEXT = 100_000
+_COPY_CHUNK = 1024 * 1024
+_OPEN = ".open"
+_NAME_CHARS = re.compile(r"[^-a-z0-9._/]")
+
+
+def _rfc3339(timestamp: str) -> str:
+    t = timestamp
+    return f"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[8:10]}:{t[10:12]}:{t[12:14]}Z"
+
+
+def _resource_name(path: str) -> str:
+    return _NAME_CHARS.sub("-", path.rsplit("/", 1)[-1].lower()) or "file"
+
+
+class _Package:
+    """The zip being written, recording each entry's digest and size for datapackage.json."""
+
+    def __init__(self, partial: FsPath, mtime: float | None) -> None:
+        self.zip = zipfile.ZipFile(partial, "w", allowZip64=True)
+        self.resources: list[dict[str, Any]] = []
+        self.date = zip_time(mtime)
+
+    def _info(self, path: str, stored: bool) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(path, date_time=self.date)
+        info.external_attr = 0o644 << 16
+        info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+        return info
+
+    def add(self, path: str, data: bytes, *, listed: bool = True) -> str:
+        self.zip.writestr(self._info(path, stored=False), data)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        if listed:
+            self.resources.append(
+                {"name": _resource_name(path), "path": path, "hash": digest, "bytes": len(data)}
+            )
+        return digest
+
+    def copy(self, path: str, source: FsPath, length: int) -> None:
+        digest = hashlib.sha256()
+        with (
+            source.open("rb") as handle,
+            self.zip.open(self._info(path, stored=True), "w", force_zip64=True) as out,
+        ):
+            left = length
+            while left > 0:
+                chunk = handle.read(min(_COPY_CHUNK, left))
+                if not chunk:
+                    raise ArchiveError(f"{source} shrank while it was being packed")
+                digest.update(chunk)
+                out.write(chunk)
+                left -= len(chunk)
+        self.resources.append(
+            {
+                "name": _resource_name(path),
+                "path": path,
+                "hash": "sha256:" + digest.hexdigest(),
+                "bytes": length,
+            }
+        )
+
+
+def page_text(content: bytes, content_type: str, declared: str | None) -> tuple[str, str]:
+    """(title, visible text) of an HTML page, for pages.jsonl."""
+    codec, _source = choose_encoding(content, content_type, declared)
+    tree = LexborHTMLParser(content.decode(codec, "replace"))
+    title_node = tree.css_first("title")
+    title = " ".join(title_node.text().split()) if title_node is not None else ""
+    for node in tree.css("script, style, noscript, template"):
+        node.decompose()
+    body = tree.body
+    text = " ".join(body.text(separator=" ").split()) if body is not None else ""
+    return title, text[:MAX_TEXT]
+
+
+def _declared(content_type_header: str | None) -> str | None:
+    match = re.search(r"charset\s*=\s*[\"']?([^\s;\"']+)", content_type_header or "", re.IGNORECASE)
+    return match.group(1) if match else None
+
+
+def _pages(warcs: WarcArchive, items: list[Item], result: ExportResult) -> list[dict[str, Any]]:
+    pages = []
+    for item in items:
+        ts = item.capture.timestamp
+        page: dict[str, Any] = {
+            "id": hashlib.sha1(f"{item.url} {ts}".encode()).hexdigest()[:20],
+            "url": item.capture.url,
+            "ts": _rfc3339(ts),
+        }
+        try:
+            response = warcs.read(item.capture)
+            title, text = page_text(
+                response.content(), response.content_type, _declared(response.header("Content-Type"))
+            )
+        except ArchiveError as exc:
+            result.errors.append(f"{item.url}: {exc}")
+            title, text = "", ""
+        if title:
+            page["title"] = title
+        if text:
+            page["text"] = text
+        pages.append(page)
+    return pages
+
+
+def export_wacz(archive: FsPath, output: FsPath, options: ExportOptions) -> ExportResult:
+    """Pack `archive` as the WACZ file `output`."""
+    started = time.monotonic()
+    warcs, warnings = open_warcs(archive)
+    check_output(output, "wacz")
+    result = ExportResult(archive, output, "wacz", warnings=warnings)
+    plan = build_plan(warcs, options.timestamp)
+    result.errors.extend(plan.errors)
+    by_file: dict[str, list[Capture]] = {}
+    for capture in warcs.iter_captures():
+        by_file.setdefault(capture.filename, []).append(capture)
+    html_items = [i for i in plan.items.values() if i.mime in HTML_TYPES and not i.is_redirect]
+    starts = start_pages(archive, plan)
+    rank = {url: n for n, url in enumerate(starts)}
+    html_items.sort(key=lambda i: (rank.get(i.url, len(rank)), i.url))
+    newest = max((c.timestamp for c in warcs.iter_captures()), default="")
+    partial = output.with_name(output.name + ".partial")
+    try:
+        package = _Package(partial, mtime_of(newest))
+    except OSError as exc:
+        raise ArchiveError(f"cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        lines: list[str] = []
+        for path in warcs.warc_files():
+            name = path.name[: -len(_OPEN)] if path.name.endswith(_OPEN) else path.name
+            captures = by_file.get(path.name, [])
+            tail = check_tail(path, captures)
+            package.copy(f"archive/{name}", path, tail.good_end)
+            lines.extend(
+                dataclasses.replace(c, filename=name).to_cdxj() + "\n"
+                for c in captures
+                if c.offset + c.length <= tail.good_end
+            )
+        lines.sort()
+        package.add("indexes/index.cdxj", "".join(lines).encode("utf-8"))
+        pages = _pages(warcs, html_items, result)
+        header = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages", "hasText": True}
+        jsonl = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in [header, *pages])
+        package.add("pages/pages.jsonl", jsonl.encode("utf-8"))
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        descriptor: dict[str, Any] = {
+            "profile": "data-package",
+            "wacz_version": WACZ_VERSION,
+            "title": f"Archive {archive.resolve().name}",
+            "created": now,
+            "modified": now,
+            "software": f"archiver {__version__}",
+        }
+        if pages:
+            descriptor["mainPageUrl"] = pages[0]["url"]
+            descriptor["mainPageDate"] = pages[0]["ts"]
+        descriptor["resources"] = package.resources
+        data = json.dumps(descriptor, indent=2, ensure_ascii=False).encode("utf-8")
+        digest = package.add("datapackage.json", data, listed=False)
+        package.add(
+            "datapackage-digest.json",
+            json.dumps({"path": "datapackage.json", "hash": digest}, indent=2).encode("utf-8"),
+            listed=False,
+        )
+        package.zip.close()
+        partial.replace(output)
+    except BaseException:
+        package.zip.close()
+        partial.unlink(missing_ok=True)
+        raise
+    result.files = len(package.resources) + 2
+    result.written = result.files
+    result.bytes = output.stat().st_size
+    result.seconds = time.monotonic() - started
+    return result
