@@ -69,7 +69,8 @@ def make_plugin_manager(
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ConfigError(f"cannot load plugin {module_name!r}: {exc}") from exc
-        pm.register(module, name=module_name)
+        if not pm.is_registered(module):
+            pm.register(module, name=module_name)
     for plugin in plugins:
         pm.register(plugin)
     try:

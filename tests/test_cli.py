@@ -1,0 +1,176 @@
+"""The command line end to end: exit codes, one-line errors, --json, plugins, Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from conftest import Site
+
+from archiver.cli import main
+
+FAST = ["--delay", "0", "--ignore-robots", "--frontier", "memory", "--max-tries", "1"]
+
+
+async def run_cli(*args: str) -> int:
+    return await asyncio.to_thread(main, list(args))
+
+
+async def test_crawl_prints_summary(site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site.page("/", links=["/a", "/gone"])
+    site.page("/a")
+    code = await run_cli(
+        "crawl",
+        site.url("/"),
+        "-o",
+        str(tmp_path / "a"),
+        *FAST,
+        "--disable-plugin",
+        "index",
+        "--disable-plugin",
+        "sitemap",
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Crawled 3 pages" in out
+    assert "Status: 2xx 2, 4xx 1." in out
+
+
+async def test_crawl_json(site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site.page("/")
+    code = await run_cli(
+        "crawl",
+        site.url("/"),
+        "-o",
+        str(tmp_path / "a"),
+        *FAST,
+        "--json",
+        "--plugin",
+        "archiver_plugins.links",
+        "--disable-plugin",
+        "sitemap",
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["pages"] == 1
+    assert report["complete"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["crawl", "ftp://example.org/", "-o", "X"], 2, "is not an http(s) URL"),
+        (["crawl", "-o", "X"], 2, "give at least one URL"),
+        (["crawl", "http://127.0.0.1:9/", "-o", "X", "--max-tasks", "0"], 2, "max_tasks: must be at least 1"),
+        (
+            ["crawl", "http://127.0.0.1:9/", "-o", "X", "--disable-plugin", "nope"],
+            2,
+            "cannot disable plugin 'nope'",
+        ),
+        (["crawl", "http://127.0.0.1:9/", "-o", "X", "--plugin", "no.such.module"], 2, "cannot load plugin"),
+        (["crawl", "http://127.0.0.1:9/", "-o", "X", "--config", "missing.toml"], 2, "config file not found"),
+        (["nosuchcommand"], 2, "No such command"),
+    ],
+)
+async def test_user_errors_are_one_line(
+    args: list[str], code: int, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    os.chdir(tmp_path)
+    assert await run_cli(*args) == code
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+async def test_output_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    code = await run_cli("crawl", "http://127.0.0.1:9/", "-o", str(target), *FAST)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("archiver: error: ") and "is not a folder" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+async def test_unreachable_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = await run_cli("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a"), *FAST)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "no root URL could be fetched" in err
+    assert "Traceback" not in err
+
+
+async def test_plugins_command_lists_bundled_plugins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await run_cli("plugins", "--json") == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert "extract_links" in rows["links"]["hooks"]
+    assert {"links", "warc", "index"} <= set(rows)
+    assert rows["links"]["version"]
+
+
+async def test_help_explains_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await run_cli("crawl", "--help") == 0
+    out = capsys.readouterr().out
+    for option in (
+        "--output",
+        "--max-tasks",
+        "--max-redirect",
+        "--max-tries",
+        "--max-depth",
+        "--max-pages",
+        "--include",
+        "--exclude",
+        "--strict / --lenient",
+        "--user-agent",
+        "--timeout",
+        "--quiet",
+        "--verbose",
+        "--json",
+        "--config",
+    ):
+        assert option in out
+
+
+async def test_sigint_stops_cleanly_with_130(site: Site, tmp_path: Path) -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.2)
+        return web.Response(text="<a href='/'>home</a>", content_type="text/html")
+
+    site.page("/", links=[f"/p{i}" for i in range(200)])
+    for i in range(200):
+        site.handler(f"/p{i}", slow)
+    archive = tmp_path / "a"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        "crawl",
+        site.url("/"),
+        "-o",
+        str(archive),
+        *FAST,
+        "--max-tasks",
+        "2",
+        "--disable-plugin",
+        "index",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        if site.hits.total() > 3:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err.decode()
+    assert b"Interrupted" in err
+    report = json.loads((archive / "report.json").read_text())
+    assert report["interrupted"] is True
+    assert report["complete"] is False
