@@ -119,7 +119,9 @@ async def replay(request: web.Request) -> web.StreamResponse:
             return missing_response(request, target.url)
         return web.Response(status=404, text="not archived", headers=replay_headers(target.timestamp))
     capture = found.capture
-    if target.modifier == "" and capture.timestamp != target.timestamp:
+    if target.modifier == "" and capture.timestamp != target.timestamp and capture.mime in HTML_TYPES:
+        # a page is moved to its exact time, so its banner, address and links agree;
+        # the images and stylesheets it loads are served at once from the nearest capture
         raise web.HTTPFound(link_url(replay_path(capture.timestamp, target.url)))
     stored = await asyncio.to_thread(found.archive.read, capture)
     status = stored.status or 200
