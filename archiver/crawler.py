@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import signal
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
 _SKIP_LOG_MEMORY = 200_000
+_KNOWN_LINKS_MEMORY = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,10 @@ class Crawler:
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
         self._skipped_logged: set[str] = set()
+        self._known_links: dict[str, None] = {}
+        """Links already handed to the frontier or refused, in insertion order: most links of a
+        page were on the pages before it, and this skips their parsing, canonicalization and
+        scope checks.  Bounded (oldest half dropped); the frontier stays the judge of "seen"."""
         self._seed_failures = 0
 
     # -- public -------------------------------------------------------------------------
@@ -295,16 +301,24 @@ class Crawler:
         if item.kind is not LinkKind.PAGE:
             links = [link for link in links if link.kind is not LinkKind.PAGE]
         candidates = []
+        known = self._known_links
+        depth = item.depth + 1
         for link in links:
+            is_page = link.kind is LinkKind.PAGE
+            memo = link.url if is_page else "\0" + link.url
+            if memo in known:
+                continue
             url = clean_url(link.url)
             if url is None:
                 continue
-            is_page = link.kind is LinkKind.PAGE
-            depth = item.depth + 1
             if is_page and depth > self.config.max_depth:
                 self._skip(url, f"depth {depth} > max_depth {self.config.max_depth}", referrer, depth)
                 continue
+            known[memo] = None
             candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
+        if len(known) > _KNOWN_LINKS_MEMORY:
+            for memo in list(itertools.islice(known, len(known) // 2)):
+                del known[memo]
         return await self._add(candidates)
 
     async def _add(self, items: list[Item], *, coalesce: bool = False) -> int:
