@@ -70,6 +70,8 @@ def add_commands(cli: click.Group) -> None:
         )
         result = export_mirror(archive, output, options)
         _print(result, as_json, quiet)
+        if result.errors:
+            sys.exit(1)  # exported what was readable; the exit code says it is incomplete
 
 
 def _print(result: ExportResult, as_json: bool, quiet: bool) -> None:

@@ -14,7 +14,7 @@ elements (CSS `url()` and `@import`).  ``<base href>`` decides how the others re
 and is then disabled (renamed), since the mirror's links are relative to each file.
 A local stylesheet or script loses `integrity`/`crossorigin`, which file:// pages
 cannot satisfy.  Links left pointing at the web on `<a>`/`<area>` can be marked with
-``data-archive-missing`` and a `title` that says why, so they are visible without CSS.
+``data-archive-missing=REASON`` and a `title` that says why, so they are visible without CSS.
 """
 
 from __future__ import annotations
@@ -291,7 +291,8 @@ def _rewrite_tag(
             if attribute is not None:
                 edits.append((attribute.start, attribute.end, ""))
     if missing is not None and mark_missing and name in _MARKED and tag.closed:
-        extra = f" {MISSING_ATTRIBUTE}"
+        reason = missing.reason or "not archived"
+        extra = f" {MISSING_ATTRIBUTE}=" + _quote(reason)
         if tag.get("title") is None:
-            extra += " title=" + _quote(f"Not in the archive: {missing.target or ''}".rstrip())
+            extra += " title=" + _quote(f"Not in the archive ({reason}): {missing.target or ''}")
         edits.append((tag.end - 1, tag.end - 1, extra))

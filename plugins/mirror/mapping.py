@@ -26,6 +26,8 @@ class Mapped:
     missing: bool = False
     target: str | None = None
     """The absolute URL the link resolves to (for a missing link's title)."""
+    reason: str | None = None
+    """Why a missing link is missing ('not archived', 'HTTP 404 when crawled'...)."""
 
 
 UNCHANGED = Mapped(None)

@@ -115,13 +115,14 @@ class Plan:
 
 
 def _pick(captures: list[Capture], timestamp: str | None) -> Capture | None:
-    chosen = [c for c in captures if usable(c)]
+    """The latest usable capture (or the nearest to `timestamp`); on a tie, the one
+    written last (captures come in archive order and the sort is stable)."""
+    chosen = sorted((c for c in captures if usable(c)), key=lambda c: c.timestamp)
     if not chosen:
         return None
     if timestamp is None:
-        return max(chosen, key=lambda c: c.timestamp)
+        return chosen[-1]
     wanted = _seconds(timestamp)
-    chosen.sort(key=lambda c: c.timestamp)
     return min(reversed(chosen), key=lambda c: abs(_seconds(c.timestamp) - wanted))
 
 

@@ -142,4 +142,9 @@ class FileLinks:
             return Mapped(href + ("#" + fragment if fragment else ""))
         self.add_missing(key, kind)
         absolute = safe_url_string(absolute)
-        return Mapped(None if absolute == raw else absolute, missing=True, target=absolute)
+        return Mapped(
+            None if absolute == raw else absolute,
+            missing=True,
+            target=absolute,
+            reason=self.missing.reason(key),
+        )
