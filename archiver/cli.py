@@ -103,6 +103,13 @@ def cli() -> None:
 @click.option("--frontier", help="Where the queue lives: sqlite (default), memory, or redis://HOST:PORT/DB.")
 @click.option("--crawl-id", help="Name of a crawl shared through a Redis frontier.")
 @click.option(
+    "--resume",
+    "resume_archive",
+    metavar="ARCHIVE",
+    help="Continue the interrupted crawl in ARCHIVE with the configuration saved in it.",
+)
+@click.option("--recrawl", is_flag=True, help="Crawl again into an archive whose crawl is complete.")
+@click.option(
     "--plugin",
     "plugins",
     multiple=True,
@@ -136,6 +143,8 @@ def crawl(
     ends with a report (ARCHIVE/report.json, per-URL log in ARCHIVE/crawl-log.jsonl).
     """
     setup_logging(verbose, quiet or as_json)
+    resume_archive: str | None = options.pop("resume_archive")
+    recrawl: bool = options.pop("recrawl")
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
         overrides["roots"] = tuple(urls)
@@ -143,7 +152,14 @@ def crawl(
         overrides["output"] = output
     if ignore_robots:
         overrides["robots"] = False
-    config = load_config(config_file, overrides)
+    if resume_archive is not None:
+        from .resume import resumed_config
+
+        if urls or config_file or (output and Path(output) != Path(resume_archive)):
+            raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
+        config = resumed_config(Path(resume_archive), overrides)
+    else:
+        config = load_config(config_file, overrides)
     if plugins or disabled:
         config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
     if not config.roots:
@@ -155,6 +171,14 @@ def crawl(
             raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
+    from .resume import plan_run
+
+    proceed, message = plan_run(config, recrawl=recrawl)
+    if not proceed:
+        click.echo(message)
+        return
+    if message and not quiet:
+        click.echo(message, err=True)
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     show_bar = not (quiet or as_json) and sys.stderr.isatty()
     crawl_result = _run(config, pm, show_bar)
@@ -255,3 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _add_core_commands() -> None:
+    from .status import status_command
+
+    cli.add_command(status_command)
+
+
+_add_core_commands()

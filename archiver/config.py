@@ -41,7 +41,7 @@ class Config:
     strict: bool = True
     requisites: bool = True
     user_agent: str = DEFAULT_USER_AGENT
-    frontier: str = "memory"
+    frontier: str = "sqlite"
     crawl_id: str = ""
     retry_backoff: float = 0.5
 

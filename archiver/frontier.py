@@ -127,4 +127,8 @@ def make_frontier(config: Config, archive: Path) -> Frontier:
     """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
     if config.frontier == "memory":
         return MemoryFrontier()
+    if config.frontier == "sqlite":
+        from .frontier_sqlite import STATE_NAME, SqliteFrontier
+
+        return SqliteFrontier(archive / STATE_NAME)
     raise ConfigError(f"frontier {config.frontier!r} is not available in this build")

@@ -138,6 +138,21 @@ def crawl_finished(crawl: Crawl) -> None:
 
 
 @hookspec
+def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> Iterable[Page] | None:
+    """Which of `urls` are already archived whole: asked once when a crawl resumes.
+
+    `urls` were being fetched when the previous run stopped (killed, or cut off after
+    Ctrl-C); `since` is when the oldest of them was taken from the queue (a Unix time),
+    so nothing stored before it needs looking at.  Called after `crawl_started`, once a
+    writer has repaired what the crash left.  Return a ``Page`` (``url``, ``status``,
+    ``reason``, ``headers``, ``body`` as stored) for each URL whose response is stored
+    whole: the core marks it done and queues its links instead of fetching it again,
+    so no capture is duplicated.  `crawl` is the resumed run.  May be ``async def``;
+    blocking reads go to a thread.
+    """
+
+
+@hookspec
 def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
     """Contribute lines to ``archiver status ARCHIVE``.
 

@@ -140,6 +140,15 @@ class Hooks:
     async def crawl_finished(self, crawl: Crawl) -> None:
         await _await_all(self._hook.crawl_finished(crawl=crawl))
 
+    async def archived_pages(self, urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
+        pages: list[Page] = []
+        for found in self._hook.archived_pages(urls=urls, since=since, crawl=crawl):
+            if inspect.isawaitable(found):
+                found = await found
+            if found:
+                pages.extend(found)
+        return pages
+
     def archive_status(self, archive: Any) -> list[tuple[str, Any]]:
         lines: list[tuple[str, Any]] = []
         for contributed in self._hook.archive_status(archive=archive):

@@ -4,19 +4,18 @@ Two moments matter.  Before the run (`plan_run`, from the CLI): a complete archi
 left alone unless `--recrawl`, an interrupted one is resumed, a running one refused.
 At the start of the run (`reconcile`, from the crawler, after the plugins' own
 recovery in `crawl_started`): the URLs that were in flight when the last run stopped
-are looked up in the WARC files.  Those whose response is archived whole were killed
-between the WARC write and the frontier's "done"; they are marked done from the WARC,
-and the links of the stored response are queued as the lost run would have queued
-them, so nothing is fetched twice and nothing is missed.  The others are fetched again.
+are looked up through the `archived_pages` hook (the WARC plugin answers it).  Those
+whose response is archived whole were killed between the WARC write and the frontier's
+"done"; they are marked done from the WARC, and the links of the stored response are
+queued as the lost run would have queued them, so nothing is fetched twice and nothing
+is missed.  The others are fetched again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import logging
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,9 @@ from urllib.parse import urljoin
 from .archive import CONFIG_NAME
 from .config import Config, load_config
 from .decode import choose_encoding, decode_content, is_textual
-from .errors import ArchiveError, ArchiveLockedError, UsageError
-from .frontier_sqlite import STATE_NAME, Recovered, SqliteFrontier
+from .errors import ArchiveLockedError, UsageError
+from .frontier import Item
+from .frontier_sqlite import STATE_NAME, SqliteFrontier
 from .model import Page
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
 from .urls import canonical_key
@@ -35,11 +35,6 @@ if TYPE_CHECKING:
     from .crawler import Crawler
 
 log = logging.getLogger(__name__)
-
-MTIME_SLACK = 5.0
-"""Seconds of clock granularity allowed when choosing the WARC files a record may be in."""
-WARC_READER = "archiver_plugins.warc.reader"
-WARC_WRITER_KEY = "warc.writer"
 
 
 # -- before the run ------------------------------------------------------------------------
@@ -103,90 +98,37 @@ async def reconcile(crawler: Crawler) -> int:
     crawl = crawler.crawl
     recovered = {r.key: r for r in frontier.recovered}
     crawl.stats["resume_in_flight"] += len(recovered)
-    if WARC_WRITER_KEY not in crawl.extra:
-        log.info(
-            "%d URLs were in flight; no WARC writer in this run, so all are fetched again", len(recovered)
-        )
-        return 0
-    folder = crawler.archive / "warc"
-    since = min(r.taken_at for r in recovered.values()) - MTIME_SLACK
-    found = await asyncio.to_thread(archived_responses, folder, recovered, since)
-    for key, stored in found:
+    since = min(r.taken_at for r in recovered.values())
+    urls = [r.item.url for r in recovered.values()]
+    found: dict[str, Page] = {}
+    for stored in await crawler.hooks.archived_pages(urls, since, crawl):
+        key = canonical_key(stored.url)
+        if key in recovered and key not in found:
+            found[key] = stored
+    for key, stored in found.items():
         item = recovered[key].item
-        page = stored_page(stored, item.url, item.depth, item.referrer, item.kind, crawler.config)
-        await crawler.follow_stored(item, page)
-    marked = await frontier.mark_done(key for key, _ in found)
+        await crawler.follow_stored(item, await stored_page(stored, item, crawler.config))
+    marked = await frontier.mark_done(found)
     crawl.stats["resume_from_warc"] += marked
-    if recovered:
-        log.warning(
-            "resuming: %d URLs were in flight; %d found whole in the WARC files (not fetched again),"
-            " %d fetched again",
-            len(recovered),
-            marked,
-            len(recovered) - marked,
-        )
+    log.warning(
+        "resuming: %d URLs were in flight; %d already archived (not fetched again), %d fetched again",
+        len(recovered),
+        marked,
+        len(recovered) - marked,
+    )
     return marked
 
 
-def archived_responses(folder: Path, wanted: Mapping[str, Recovered], since: float) -> list[tuple[str, Any]]:
-    """(key, stored response) for each wanted URL with a whole response in a WARC file
-    changed since `since`.  Blocking: run it in a thread."""
-    if not folder.is_dir():
-        return []
-    reader: Any = importlib.import_module(WARC_READER)
-    names = tuple(
-        p.name
-        for p in sorted(folder.iterdir())
-        if p.name.endswith((".warc.gz", ".warc", ".warc.gz.open", ".warc.open"))
-        and p.stat().st_mtime >= since
-    )
-    if not names:
-        return []
-    recent = reader.WarcArchive(folder, only=names)
-    everything = None
-    found: dict[str, Any] = {}
-    not_before = time.strftime("%Y%m%d%H%M%S", time.gmtime(since))
-    for capture in recent.iter_captures():
-        if capture.status is None:  # metadata or resource: no HTTP response
-            continue
-        if capture.timestamp < not_before:  # an earlier crawl's capture (--recrawl)
-            continue
-        key = canonical_key(capture.url)
-        if key not in wanted or key in found:
-            continue
-        try:
-            found[key] = recent.read(capture)
-        except ArchiveError:
-            if not capture.is_revisit:
-                raise
-            # A revisit whose original lies in an older file: look in the whole archive.
-            everything = everything or reader.open_archive(folder)
-            found[key] = everything.read(capture)
-    return list(found.items())
-
-
-def stored_page(
-    stored: Any,
-    url: str,
-    depth: int,
-    referrer: str | None,
-    kind: Any,
-    config: Config,
-) -> Page:
-    """A `Page` rebuilt from an archived response, for link extraction (never archived again)."""
-    page = Page(
-        url=url,
-        status=stored.status or 0,
-        reason=stored.reason,
-        headers=tuple(stored.headers),
-        body=stored.payload,
-        depth=depth,
-        referrer=referrer,
-        kind=kind,
-        truncated=stored.truncated,
-    )
-    decoded = decode_content(
-        page.body, page.header("Content-Encoding"), config.max_decoded_size, config.max_decompression_ratio
+async def stored_page(stored: Page, item: Item, config: Config) -> Page:
+    """`stored` (status, headers, body as archived) made whole for link extraction: decoded
+    content, charset, redirect target; the crawl item's depth, referrer and kind."""
+    page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
+    decoded = await asyncio.to_thread(
+        decode_content,
+        page.body,
+        page.header("Content-Encoding"),
+        config.max_decoded_size,
+        config.max_decompression_ratio,
     )
     encoding = source = None
     if is_textual(page.content_type) or not page.content_type:
@@ -198,5 +140,5 @@ def stored_page(
         decode_error=decoded.error,
         encoding=encoding,
         encoding_source=source,
-        redirect_to=urljoin(url, location.strip()) if location is not None else None,
+        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
     )

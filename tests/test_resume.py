@@ -24,8 +24,10 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver.crawler import run_crawl
 from archiver.errors import ArchiveLockedError
 from archiver.frontier_sqlite import STATE_NAME, read_counts
+from archiver.hookspecs import hookimpl
 from archiver.lock import ArchiveLock, read_holder
 from archiver.manager import make_plugin_manager
+from archiver.model import Crawl, Page
 from archiver.resume import plan_run
 from archiver.status import archive_status
 
@@ -209,6 +211,28 @@ async def test_archived_but_not_marked_done_is_not_fetched_again(site: Site, cra
     assert site.hits["/a"] == 1 and site.hits["/moved"] == 1  # not fetched again
     assert site.hits["/a1"] == 2 and site.hits["/target"] == 2  # re-discovered from the stored pages
     assert archive_status(crawl.archive).state == "complete"
+
+
+async def test_hook_archived_pages(site: Site, crawl_archive: CrawlFn) -> None:
+    """Any plugin can answer for its own storage; the core takes its pages as archived."""
+    site.page("/", links=["/a"])
+    site.page("/a", links=["/b"])
+    site.page("/b")
+    crawl = await crawl_archive(site.url("/"), plugins=("links",), frontier="sqlite")
+    rewind(crawl.archive / STATE_NAME, [site.url("/a")], [site.url("/b")])
+    asked: list[tuple[list[str], float]] = []
+
+    class Store:
+        @hookimpl
+        async def archived_pages(self, urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
+            asked.append((list(urls), since))
+            body = b'<a href="/b">b</a>'
+            return [Page(url=site.url("/a"), status=200, headers=(("Content-Type", "text/html"),), body=body)]
+
+    again = await crawl_archive(site.url("/"), plugins=("links",), extra=[Store()], frontier="sqlite")
+    assert asked == [([site.url("/a")], 0.0)]
+    assert again.stats["resume_from_warc"] == 1
+    assert site.hits["/a"] == 1 and site.hits["/b"] == 2
 
 
 async def test_in_flight_without_a_record_is_fetched_again(site: Site, crawl_archive: CrawlFn) -> None:

@@ -15,6 +15,7 @@ from archiver.hookspecs import hookimpl
 
 from .commands import register
 from .reader import Capture, StoredResponse, WarcArchive, open_archive
+from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
 from .settings import parse_settings
 from .writer import WarcWriter
 
