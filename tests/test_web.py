@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
+import io
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
-from aiohttp import web
+from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.index.reindex import reindex
+from archiver_plugins.web.app import make_app
+from archiver_plugins.web.replay_view import REPLAY_CSP
 from conftest import CrawlFn, Site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from yarl import URL
-
-from archiver_plugins.index.reindex import reindex
-from archiver_plugins.web.app import make_app
-from archiver_plugins.web.replay_view import REPLAY_CSP
 
 PLUGINS = ("links", "warc", "index")
 
@@ -250,3 +250,219 @@ async def test_host_header_must_be_loopback(tmp_path: Path) -> None:
         assert ok.status == 200
         evil = await client.get("/", headers={"Host": "attacker.example:8480"})
         assert evil.status == 421
+
+
+# -- hostile archived content ----------------------------------------------------------
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+EVIL_URL = 'http://evil.test/p?x="><script>alert(1)</script>'
+EVIL_TYPE = f"image/x{SCRIPT}"
+
+
+def write_warc(path: Path, records: Sequence[tuple[str, str, list[tuple[str, str]], bytes]]) -> None:
+    """A WARC file as another tool would write it: (url, date, headers, body) per response."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for url, date, headers, body in records:
+            http = StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+            record = writer.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(body),
+                length=len(body),
+                http_headers=http,
+                warc_headers_dict={"WARC-Date": date},
+            )
+            writer.write_record(record)
+
+
+@pytest.fixture
+def hostile_archive(tmp_path: Path) -> Path:
+    archive = tmp_path / "hostile"
+    page = (
+        f"<html><head><title>&lt;script&gt;alert(1)&lt;/script&gt; zebra {IMG.replace('<', '&lt;')}</title>"
+        f"</head><body><p>zebra {IMG.replace('<', '&lt;')} and {SCRIPT.replace('<', '&lt;')}</p>"
+        f'<img src="/pic.png"></body></html>'
+    ).encode()
+    write_warc(
+        archive / "warc" / "hostile.warc.gz",
+        [
+            (EVIL_URL, "2024-05-01T10:00:00Z", [("Content-Type", "text/html; charset=utf-8")], page),
+            (
+                "http://evil.test/pic.png",
+                "2024-05-01T10:00:01Z",
+                [("Content-Type", EVIL_TYPE), ("Content-Language", f'en"{SCRIPT}')],
+                b"GIF89a",
+            ),
+        ],
+    )
+    reindex(archive)
+    return archive
+
+
+def assert_escaped(body: str) -> None:
+    assert "<script>alert" not in body, body
+    assert "<img src=x" not in body, body
+    assert "onerror=alert(2)>" not in body or "&lt;img src=x onerror=alert(2)&gt;" in body
+
+
+async def test_archived_strings_are_escaped_everywhere(hostile_archive: Path) -> None:
+    async with serving([hostile_archive]) as client:
+        results = await text_of(client, "/search?q=zebra")
+        assert "1 result" in results
+        assert_escaped(results)
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; zebra" in results  # the title, shown as text
+        assert "&lt;img src=x onerror=alert(2)&gt;" in results  # the snippet
+        assert "&#34;&gt;&lt;script&gt;" in results or "&quot;&gt;&lt;script&gt;" in results  # the URL
+
+        sites = await text_of(client, "/browse")
+        assert "evil.test" in sites
+        listing = await text_of(client, "/browse?site=evil.test")
+        assert_escaped(listing)
+        assert "image/x&lt;script&gt;" in listing
+
+        history = await text_of(client, "/history?" + urlencode({"url": EVIL_URL}))
+        assert_escaped(history)
+        assert "1 URL" not in history and "/replay/20240501100000/" in history
+
+        reflected = await text_of(client, f"/history?url={SCRIPT}", status=404)
+        assert_escaped(reflected)
+        missing = await text_of(
+            client, URL(f"/missing/2024/http://x.test/{SCRIPT}", encoded=True), status=404
+        )
+        assert_escaped(missing)
+        bad = await client.get(URL(f"/replay/{SCRIPT}/http://x.test/", encoded=True))
+        assert bad.status == 400
+        assert_escaped(await bad.text())
+
+        target = URL(
+            "/replay/20240501100000/" + EVIL_URL.replace('"', "%22").replace("<", "%3C").replace(">", "%3E"),
+            encoded=True,
+        )
+        page = await client.get(target)
+        body = await page.text()
+        assert page.status == 200
+        start = body.index('<div id="archiver-banner"')
+        banner = body[start : body.index("</div>", start)]
+        assert "<script>" not in banner
+        assert "x=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in banner  # the URL as archived
+        assert page.headers["Content-Security-Policy"] == REPLAY_CSP
+
+        image = await client.get("/replay/20240501100001/http://evil.test/pic.png")
+        assert image.status == 200
+        assert image.headers["Content-Security-Policy"] == REPLAY_CSP
+        assert "Content-Language" in image.headers
+
+
+# -- archives that change, several archives, the command -------------------------------
+
+
+async def test_follows_a_crawl_in_progress(site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return web.Response(text="<title>Late</title><p>finally here</p>", content_type="text/html")
+
+    site.page("/", '<title>Start</title><p>first page</p><a href="/slow">slow</a>')
+    site.handler("/slow", slow)
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    async with serving([archive], refresh_seconds=0) as client:
+        assert "Nothing archived yet" in await text_of(client, "/browse")
+        crawl = asyncio.create_task(crawl_archive(site.url("/"), plugins=PLUGINS))
+        try:
+            for _ in range(200):
+                if site.hits["/slow"]:
+                    break
+                await asyncio.sleep(0.02)
+            assert site.hits["/slow"] == 1
+            status = await text_of(client, "/status")
+            assert "crawling" in status and 'http-equiv="refresh"' in status
+            listing = await text_of(client, f"/browse?site={site.host}")
+            assert "1 URL" in listing and "/slow" not in listing
+            await text_of(client, f"/replay/2/{site.url('/slow')}", status=404)
+            first = await client.get(f"/replay/2/{site.url('/')}")
+            body = await first.text()
+            assert first.status == 200 and "first page" in body
+            assert "/missing/" in body  # /slow is not archived yet
+        finally:
+            release.set()
+            await crawl
+        listing = await text_of(client, f"/browse?site={site.host}")
+        assert "2 URLs" in listing
+        late = await client.get(f"/replay/2/{site.url('/slow')}")
+        assert late.status == 200 and "finally here" in await late.text()
+        assert "crawling" not in await text_of(client, "/status")
+
+
+async def test_several_archives(site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
+    site.page("/", "<title>Apple pie</title><p>apple pie with cinnamon</p>")
+    other_site.page("/", "<title>Apple tart</title><p>apple tart with almonds</p>")
+    await crawl_archive(site.url("/"), plugins=PLUGINS, output=str(tmp_path / "one" / "kitchen"))
+    await crawl_archive(other_site.url("/"), plugins=PLUGINS, output=str(tmp_path / "two" / "kitchen"))
+    async with serving([tmp_path / "one" / "kitchen", tmp_path / "two" / "kitchen"]) as client:
+        both = await text_of(client, "/search?q=apple")
+        assert "2 results" in both and "Apple pie" in both and "Apple tart" in both
+        assert '<option value="kitchen-2">' in both
+        one = await text_of(client, "/search?q=apple&archive=kitchen-2")
+        assert "1 result" in one and "Apple tart" in one
+        await text_of(client, "/search?q=apple&archive=nope")
+        sites = await text_of(client, "/browse")
+        assert site.host in sites and other_site.host in sites
+        tart = await client.get(f"/replay/2/{other_site.url('/')}")
+        assert tart.status == 200 and "almonds" in await tart.text()
+        status = await text_of(client, "/status")
+        assert status.count('class="crawl"') == 2
+
+
+async def test_serve_command(site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
+    site.page("/", "<title>Served</title><p>served by the command</p>")
+    crawl = await crawl_archive(site.url("/"), plugins=PLUGINS)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        "serve",
+        str(crawl.archive),
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+        match = re.search(r"at (http://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line
+        async with ClientSession() as session, session.get(match.group(1) + "search?q=served") as response:
+            assert response.status == 200
+            assert "Served" in await response.text()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+
+
+def test_serve_command_errors(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "archiver", "serve", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    missing = run(str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "no archive at" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad_port = run(str(tmp_path), "--port", "70000")
+    assert bad_port.returncode == 2 and "--port" in bad_port.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = run(str(tmp_path), "--port", str(taken.getsockname()[1]))
+    assert busy.returncode == 2 and "cannot listen on 127.0.0.1" in busy.stderr

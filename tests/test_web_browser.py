@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
+from archiver_plugins.web.app import make_app
 from browser import launch_browser
 from conftest import CrawlFn, Site
-
-from archiver_plugins.web.app import make_app
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
@@ -67,7 +66,8 @@ def build_garden(site: Site, other: Site) -> None:
         <link rel="stylesheet" href="/css/garden.css"></head>
         <body><h1>Tomatoes</h1><p>The heirloom tomatoes ripened late this year, after a wet June.</p>
         <img id="leaf" src="/img/leaf.png" alt="leaf">
-        <p><a href="/basil">Basil grows beside them</a> and <a href="/never-crawled">a page nobody kept</a>.</p>
+        <p><a href="/basil">Basil grows beside them</a> and
+        <a href="/never-crawled">a page nobody kept</a>.</p>
         </body></html>""",
     )
     site.page(
@@ -125,7 +125,7 @@ async def test_search_click_replay_follow(garden: tuple[str, Site], other_site: 
         await page.click("li.hit a.title")
         await page.wait_for_selector("#archiver-banner")
         await page.wait_for_load_state("load")
-        assert f"/replay/" in page.url and page.url.endswith(site.url("/tomatoes"))
+        assert "/replay/" in page.url and page.url.endswith(site.url("/tomatoes"))
         assert await page.title() == "Tomatoes in July"
         color = await page.evaluate("getComputedStyle(document.querySelector('h1')).color")
         assert color == "rgb(200, 30, 40)", "the archived stylesheet was not applied"

@@ -101,6 +101,7 @@ def _banner(
     return env.get_template("banner.html").render(
         capture=found.capture,
         url=target.url,
+        original=stored.url,
         status=stored.status,
         truncated=stored.truncated,
         position=index + 1,
