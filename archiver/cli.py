@@ -97,7 +97,11 @@ def cli() -> None:
 )
 @click.option("--user-agent", help="User-Agent header (default names archiver and a contact URL).")
 @click.option("--timeout", type=float, help="Seconds allowed for one whole response (default 120).")
-@click.option("--delay", type=float, help="Seconds between two requests to one host (default 0.25).")
+@click.option(
+    "--delay",
+    type=float,
+    help="Seconds between two requests to one host (default: robots.txt Crawl-delay, else 0.25).",
+)
 @click.option("--per-host-concurrency", type=int, help="Requests at once to one host (default 4).")
 @click.option("--ignore-robots", is_flag=True, default=None, help="Do not obey robots.txt.")
 @click.option("--frontier", help="Where the queue lives: sqlite (default), memory, or redis://HOST:PORT/DB.")
@@ -109,6 +113,11 @@ def cli() -> None:
     help="Continue the interrupted crawl in ARCHIVE with the configuration saved in it.",
 )
 @click.option("--recrawl", is_flag=True, help="Crawl again into an archive whose crawl is complete.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
+)
 @click.option(
     "--plugin",
     "plugins",
@@ -145,6 +154,7 @@ def crawl(
     setup_logging(verbose, quiet or as_json)
     resume_archive: str | None = options.pop("resume_archive")
     recrawl: bool = options.pop("recrawl")
+    dry: bool = options.pop("dry_run")
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
         overrides["roots"] = tuple(urls)
@@ -171,6 +181,11 @@ def crawl(
             raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
+    if dry:
+        from .why import dry_run
+
+        click.echo(dry_run(config))
+        return
     from .resume import plan_run
 
     proceed, message = plan_run(config, recrawl=recrawl)
@@ -283,8 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _add_core_commands() -> None:
     from .status import status_command
+    from .why import why_command
 
     cli.add_command(status_command)
+    cli.add_command(why_command)
 
 
 _add_core_commands()

@@ -1,0 +1,245 @@
+"""`archiver why ARCHIVE URL` and `archiver crawl --dry-run`: which rule decides a URL, in words.
+
+The crawl log already records, for every URL the crawl met, what happened and why; `why`
+shows that record first.  It then replays the crawl's own rules on the URL, in the order
+the crawler applies them (scheme, length, host, patterns, address guard, traps, robots.txt),
+with the configuration saved in the archive and the robots.txt files the crawl fetched,
+so a URL the crawl never met is explained too.  Counting rules (depth, query variants,
+per-host budget, max_pages) depend on the crawl's history: only the log can tell those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+
+from .config import Config, load_config
+from .errors import FetchError, UsageError
+from .frontier import Item
+from .guard import AddressGuard
+from .model import LinkKind, Page
+from .robots import RobotsCache, RobotsEntry, agent_token, origin_of, saved_robots
+from .traps import repeated_segment
+from .urls import Scope, canonical_key, clean_url
+
+
+@dataclass
+class Step:
+    rule: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class Explanation:
+    url: str
+    in_scope: bool
+    decided_by: str
+    steps: list[Step] = field(default_factory=list)
+    logged: dict[str, Any] | None = None
+
+
+def explain(
+    url: str,
+    config: Config,
+    robots: dict[str, RobotsEntry] | None,
+    *,
+    logged: dict[str, Any] | None = None,
+) -> Explanation:
+    """Walk the crawler's rules over `url`; the first refusal decides.
+
+    `robots` maps origins to what their robots.txt said; None means robots.txt is not
+    consulted (`--ignore-robots`), a missing origin means it was never fetched.
+    """
+    steps: list[Step] = []
+    cleaned = clean_url(url)
+    if cleaned is None:
+        steps.append(Step("scheme", False, "not an absolute http(s) URL"))
+        return _verdict(url, steps, logged)
+    steps.append(Step("scheme", True, "http(s)"))
+    if len(cleaned) > config.max_url_length:
+        detail = f"{len(cleaned)} characters > max_url_length {config.max_url_length}"
+        steps.append(Step("length", False, detail))
+        return _verdict(url, steps, logged)
+    steps.append(Step("length", True, f"{len(cleaned)} characters <= max_url_length {config.max_url_length}"))
+    root_keys = {canonical_key(r) for r in config.roots}
+    is_root = canonical_key(cleaned) in root_keys
+    scope = Scope(config.roots, config.strict, config.include, config.exclude)
+    if is_root:
+        steps.append(Step("host", True, "a root of the crawl: host and patterns do not apply"))
+    else:
+        if scope.host_allows(cleaned):
+            steps.append(
+                Step("host", True, f"same site as a root ({'strict' if config.strict else 'lenient'})")
+            )
+        elif config.requisites:
+            detail = "another host: only fetched as a page requisite (image, CSS, script), never followed"
+            steps.append(Step("host", True, detail))
+        else:
+            steps.append(Step("host", False, "host out of scope (and requisites are off)"))
+            return _verdict(url, steps, logged)
+        pattern = scope.pattern_verdict(cleaned)
+        if pattern is not None:
+            steps.append(Step("patterns", False, pattern))
+            return _verdict(url, steps, logged)
+        steps.append(Step("patterns", True, _patterns_note(config)))
+        refused = AddressGuard(config.roots, allow_all=config.allow_private_redirects).url_refusal(cleaned)
+        if refused is not None:
+            steps.append(Step("address", False, f"address guard: {refused}"))
+            return _verdict(url, steps, logged)
+        steps.append(Step("address", True, "no literal private address (names are checked when resolved)"))
+        trap = repeated_segment(urlsplit(cleaned).path, config.max_repeated_segments)
+        if trap is not None:
+            detail = f"trap: path segment {trap[0]!r} repeats {trap[1]} times (max_repeated_segments)"
+            steps.append(Step("traps", False, detail))
+            return _verdict(url, steps, logged)
+        steps.append(Step("traps", True, "no repeated path segment (query and budget counts: see the log)"))
+    if robots is None:
+        steps.append(Step("robots.txt", True, "not consulted (robots = false / --ignore-robots)"))
+    else:
+        entry = robots.get(origin_of(cleaned))
+        if entry is None:
+            steps.append(Step("robots.txt", True, f"no robots.txt of {origin_of(cleaned)} was fetched"))
+        else:
+            verdict = entry.verdict(cleaned, agent_token(config.user_agent), config.max_tries)
+            if not verdict.allowed:
+                steps.append(Step("robots.txt", False, verdict.reason or "disallowed"))
+                return _verdict(url, steps, logged)
+            steps.append(Step("robots.txt", True, f"allowed ({entry.state}: {entry.note})"))
+    return _verdict(url, steps, logged)
+
+
+def _patterns_note(config: Config) -> str:
+    if not config.include and not config.exclude:
+        return "no include/exclude pattern set"
+    return "no exclude pattern matches" + (", an include pattern matches" if config.include else "")
+
+
+def _verdict(url: str, steps: list[Step], logged: dict[str, Any] | None) -> Explanation:
+    failed = next((s for s in steps if not s.passed), None)
+    if logged is not None and logged.get("outcome") == "skipped":
+        return Explanation(url, False, str(logged.get("reason")), steps, logged)
+    if failed is not None:
+        return Explanation(url, False, f"{failed.rule}: {failed.detail}", steps, logged)
+    return Explanation(url, True, "every rule admits it", steps, logged)
+
+
+def find_in_log(archive: Path, url: str) -> dict[str, Any] | None:
+    """The last crawl-log record for `url` (compared by canonical form)."""
+    path = archive / "crawl-log.jsonl"
+    if not path.is_file():
+        return None
+    key = canonical_key(url)
+    found: dict[str, Any] | None = None
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if url not in line and key not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if record.get("url") == url or canonical_key(str(record.get("url", ""))) == key:
+                found = record
+    return found
+
+
+def describe_log(record: dict[str, Any]) -> str:
+    outcome = record.get("outcome", "fetched")
+    if outcome == "skipped":
+        return f"skipped: {record.get('reason')} (depth {record.get('depth')}, from {record.get('referrer')})"
+    if outcome == "failed":
+        return f"failed after {record.get('tries')} tries: {record.get('error')}"
+    if outcome == "robots":
+        return f"robots.txt fetch, HTTP {record.get('status')}: {record.get('reason')}"
+    text = f"fetched: HTTP {record.get('status')}, {record.get('bytes')} bytes, depth {record.get('depth')}"
+    if record.get("next_url"):
+        text += f", redirect to {record['next_url']}"
+    if record.get("reason"):
+        text += f" ({record['reason']})"
+    return text
+
+
+def render(explanation: Explanation) -> str:
+    lines = [explanation.url]
+    if explanation.logged is not None:
+        lines.append(f"  crawl log: {describe_log(explanation.logged)}")
+    else:
+        lines.append("  crawl log: never met by the crawl")
+    for step in explanation.steps:
+        lines.append(f"  {'ok ' if step.passed else 'NO '} {step.rule:<11} {step.detail}")
+    verdict = "in scope" if explanation.in_scope else "out of scope"
+    lines.append(f"  verdict: {verdict}: {explanation.decided_by}")
+    return "\n".join(lines)
+
+
+@click.command("why")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON result.")
+def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
+    """Say for each URL whether the crawl in ARCHIVE takes it, and which rule decided.
+
+    Shows the crawl log's record of the URL (fetched, failed or skipped, with the
+    reason), then each rule of the saved configuration applied to it, robots.txt
+    included, as the crawl fetched it.
+    """
+    config_path = archive / "crawl.toml"
+    if not config_path.is_file():
+        raise UsageError(f"{archive} is not an archive (no crawl.toml)")
+    config = load_config(config_path)
+    robots = saved_robots(archive, agent_token(config.user_agent)) if config.robots else None
+    results = [explain(url, config, robots, logged=find_in_log(archive, url)) for url in urls]
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in results], indent=2))
+        return
+    click.echo("\n\n".join(render(r) for r in results))
+
+
+async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]:
+    """Fetch the robots.txt of each URL's origin now (for `--dry-run`), archiving nothing."""
+    from .fetcher import default_headers, fetch, open_session
+    from .politeness import HostLimiter
+
+    limiter = HostLimiter(config.replace(delay=0.0))
+    async with open_session(config) as session:
+
+        async def fetch_one(url: str) -> Page:
+            item = Item(url, 0, 0, None, LinkKind.REQUISITE)
+            return await fetch(session, item, default_headers(config), config)
+
+        async def ignore(page: Page) -> None:
+            return None
+
+        cache = RobotsCache(config, limiter, fetch_one, ignore)
+        for url in urls:
+            try:
+                await cache.check(url)
+            except FetchError:
+                continue
+        return dict(cache.entries)
+
+
+def dry_run(config: Config) -> str:
+    """What a crawl with `config` would do with its roots, without writing anything."""
+    roots = [url for url in (clean_url(r) for r in config.roots) if url is not None]
+    robots = asyncio.run(live_robots(config, roots)) if config.robots else None
+    delay = "auto (robots.txt Crawl-delay, else 0.25 s)" if config.delay < 0 else f"{config.delay:g} s"
+    lines = [
+        f"Dry run: nothing fetched but robots.txt, nothing written (archive would be {config.output}).",
+        f"Politeness: {config.per_host_concurrency} requests at once per host, delay {delay},"
+        f" robots.txt {'obeyed' if config.robots else 'ignored'}, user agent {config.user_agent!r}.",
+        f"Limits: depth {config.max_depth}, pages {config.max_pages or 'unlimited'},"
+        f" per host {config.max_pages_per_host or 'unlimited'}, body {config.max_body_size} bytes,"
+        f" timeout {config.timeout:g} s.",
+        "",
+    ]
+    for root in config.roots:
+        lines.append(render(explain(root, config, robots)))
+    return "\n".join(lines)
