@@ -18,6 +18,7 @@ from archiver_plugins.index.store import (
 from archiver_plugins.index.writer import Batcher
 
 from archiver.cli import main
+from archiver.errors import ArchiveError
 
 PAGES = {
     "http://docs.example.test/asyncio-queue.html": (
@@ -109,6 +110,18 @@ def test_site_filter_matches_host_and_its_subdomains(archive: Path) -> None:
     assert set(urls(archive, "queue site:blog.other.test")) == {"http://blog.other.test/post.html"}
     assert set(urls(archive, "queue site:other.test")) == {"http://blog.other.test/post.html"}
     assert "http://blog.other.test/post.html" not in urls(archive, "queue site:example.test")
+
+
+def test_a_pasted_url_finds_its_page_and_dangling_operators_are_ignored(archive: Path) -> None:
+    assert urls(archive, " http://docs.example.test/loops.html ") == ["http://docs.example.test/loops.html"]
+    assert urls(archive, "tutorial AND") == urls(archive, "OR tutorial") == urls(archive, "tutorial")
+
+
+def test_empty_index_says_so(tmp_path: Path) -> None:
+    ix, _ = open_or_create(whoosh_dir(tmp_path))
+    ix.close()
+    with pytest.raises(ArchiveError, match="holds no pages yet"):
+        search(tmp_path, "anything")
 
 
 def test_prefix_query(archive: Path) -> None:

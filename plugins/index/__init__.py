@@ -106,7 +106,11 @@ async def crawl_finished(crawl: Crawl) -> None:
     feeder: IndexFeeder | None = crawl.extra.pop(FEEDER_KEY, None)
     if feeder is None:
         return
-    await asyncio.to_thread(feeder.close, crawl.interrupted)
+    closing = asyncio.ensure_future(asyncio.to_thread(feeder.close, crawl.interrupted))
+    while not closing.done():
+        await asyncio.wait({closing}, timeout=0.5)
+        crawl.stats["index.pending"] = feeder.lag
+    await closing
     crawl.stats["index.pending"] = feeder.pending
 
 

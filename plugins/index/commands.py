@@ -81,7 +81,8 @@ def _print(results: SearchResults, archive: Path) -> None:
     first = results.hits[0].rank
     last = results.hits[-1].rank
     click.echo(
-        f"{results.total:,} pages match {results.query!r}; showing {first}-{last}"
+        f"{results.total:,} {'page matches' if results.total == 1 else 'pages match'}"
+        f" {results.query!r}; showing {first}-{last}"
         f" (page {results.page} of {results.pages}, {results.elapsed:.2f} s)\n"
     )
     width = len(str(last))

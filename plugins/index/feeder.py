@@ -80,7 +80,7 @@ class IndexFeeder:
             if process is None:
                 break
             self._tell(process, mode)
-            code = process.wait()
+            code = self._wait_for(process)
             _retire(process)
             if code == 0 or mode == "stop" or self.restarts >= self.options.max_restarts:
                 break
@@ -91,6 +91,19 @@ class IndexFeeder:
             self.pending = self._spool.pending()
             self._spool.close()
         self._check()
+
+    def _wait_for(self, process: subprocess.Popen[bytes]) -> int:
+        """Wait for the writer to exit, keeping `pending` fresh for the progress display."""
+        said = time.monotonic()
+        while True:
+            try:
+                return process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                if self._spool is not None:
+                    self.pending = self._spool.pending()
+                if time.monotonic() - said >= 10:
+                    said = time.monotonic()
+                    log.info("index: %s pages left to index", f"{self.pending:,}")
 
     @property
     def writer_pid(self) -> int | None:

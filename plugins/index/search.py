@@ -27,7 +27,7 @@ from whoosh.qparser import (
 )
 from whoosh.searching import ResultsPage, TimeLimit
 
-from archiver.errors import ArchiverError
+from archiver.errors import ArchiveError, ArchiverError
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
 from .spool import pending_in
@@ -39,6 +39,12 @@ DEFAULT_TIME_LIMIT = 5.0
 _SNIPPET_WINDOW = 160
 _OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
 _WORD = re.compile(r"[^\W_]+")
+_URL = re.compile(r"https?://\S+")
+_DANGLING = re.compile(r"^(?:(?:AND|OR)\s+)+|(?:\s+(?:AND|OR|NOT))+$")
+
+
+class EmptyIndexError(ArchiveError):
+    """The index exists but holds no page (an empty archive, or a crawl just started)."""
 
 
 class QueryError(ArchiverError):
@@ -114,6 +120,10 @@ def make_parser(schema: Any) -> MultifieldParser:
 
 def parse(schema: Any, query_text: str) -> Any:
     """The whoosh query for `query_text`, or a QueryError saying what is wrong with it."""
+    stripped = query_text.strip()
+    if _URL.fullmatch(stripped):
+        return query.Term("url", stripped)
+    query_text = _DANGLING.sub("", stripped) or stripped
     parser = make_parser(schema)
     _check_syntax(parser, query_text)
     parsed = parser.parse(query_text)
@@ -194,7 +204,8 @@ def _run(
         )
     pending = pending_in(index_root(archive) / "spool.sqlite")
     if searcher.doc_count() == 0:
-        return SearchResults(query_text, 0, page, 0, limit, [], pending=pending, notes=notes)
+        waiting = f" ({pending:,} pages are waiting to be indexed)" if pending else ""
+        raise EmptyIndexError(f"the search index of {archive} holds no pages yet{waiting}")
     parsed = parse(searcher.schema, query_text)
     deadline = started + time_limit
     _bound_expansions(parsed, searcher.reader(), deadline)
