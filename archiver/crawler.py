@@ -276,7 +276,7 @@ class Crawler:
         links: list[Link] = []
         for link in self.hooks.extract_links(page, self.crawl):
             links.append(link)
-            if len(links) >= cap:
+            if cap and len(links) >= cap:
                 self.crawl.stats["limit_links_per_page"] += 1
                 log.info("link cap %d reached on %s", cap, page.url)
                 break

@@ -28,10 +28,10 @@ class LinkKind(enum.StrEnum):
     """Why a URL was linked, which decides how far the crawl follows it."""
 
     PAGE = "page"
-    """A navigational link (`a`, `area`, `iframe`, `meta refresh`, a sitemap entry): followed in scope."""
+    """A navigational link (`a`, `area`, `meta refresh`, a sitemap entry): followed in scope."""
 
     REQUISITE = "requisite"
-    """Something the page needs to look right offline (image, stylesheet, script, font, media):
+    """Something the page needs to look right offline (image, stylesheet, script, font, media, frame):
     fetched even from another host, but nothing is followed from it."""
 
     IMPORT = "import"

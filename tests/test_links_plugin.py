@@ -56,8 +56,8 @@ def pairs(found: list[Link]) -> list[tuple[str, LinkKind]]:
 ELEMENT_CASES = [
     ('<a href="a.html">x</a>', [("http://example.org/dir/a.html", PAGE)]),
     ('<map><area href="/area" shape="rect"></map>', [("http://example.org/area", PAGE)]),
-    ('<iframe src="frame.html"></iframe>', [("http://example.org/dir/frame.html", PAGE)]),
-    ('<frameset><frame src="f.html"></frameset>', [("http://example.org/dir/f.html", PAGE)]),
+    ('<iframe src="frame.html"></iframe>', [("http://example.org/dir/frame.html", REQUISITE)]),
+    ('<frameset><frame src="f.html"></frameset>', [("http://example.org/dir/f.html", REQUISITE)]),
     ('<meta http-equiv="Refresh" content="3; url=/next">', [("http://example.org/next", PAGE)]),
     ('<link rel="alternate" href="/feed.xml">', [("http://example.org/feed.xml", PAGE)]),
     ('<link rel="next" href="?page=2">', [("http://example.org/dir/page.html?page=2", PAGE)]),

@@ -21,8 +21,8 @@ REQUISITE = LinkKind.REQUISITE
 SINGLE_URL_ATTRIBUTES: dict[str, tuple[tuple[str, LinkKind], ...]] = {
     "a": (("href", PAGE),),
     "area": (("href", PAGE),),
-    "iframe": (("src", PAGE),),
-    "frame": (("src", PAGE),),
+    "iframe": (("src", REQUISITE),),
+    "frame": (("src", REQUISITE),),
     "img": (("src", REQUISITE),),
     "source": (("src", REQUISITE),),
     "script": (("src", REQUISITE),),
