@@ -1,0 +1,113 @@
+"""What the SQLite frontier costs per page next to the in-memory one, and whether memory stays flat.
+
+A synthetic crawl with no network: each page is one `get`, one `add` of 20 links (most
+already seen, as on a real site) and one `done`, until the frontier is exhausted.  Each
+run is a fresh process, so its peak RSS (ru_maxrss) is its own.
+
+    python -m bench.bench_frontier                 # 10,000 and 100,000 URLs, sqlite and memory
+    python -m bench.bench_frontier --sizes 1000000 --kinds sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from archiver.frontier import Frontier, Item, MemoryFrontier
+from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
+
+LINKS_PER_PAGE = 20
+
+
+def url(n: int) -> str:
+    return f"http://www.example.com/section/{n % 97}/page-{n}.html?ref=bench"
+
+
+async def crawl(frontier: Frontier, size: int) -> tuple[int, float]:
+    await frontier.open()
+    await frontier.add([(url(0), Item(url(0)))])
+    pages = 0
+    started = time.perf_counter()
+    while (item := await frontier.get()) is not None:
+        n = int(item.url.rsplit("-", 1)[1].split(".", 1)[0])
+        targets = {(n + 1) % size, *((n * 31 + k * 7919) % size for k in range(LINKS_PER_PAGE - 1))}
+        await frontier.add([(url(t), Item(url(t), item.depth + 1, 10, item.url)) for t in targets])
+        await frontier.done(item)
+        pages += 1
+    elapsed = time.perf_counter() - started
+    await frontier.close()
+    return pages, elapsed
+
+
+def child(kind: str, size: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        frontier: Frontier = (
+            SqliteFrontier(Path(folder) / STATE_NAME) if kind == "sqlite" else MemoryFrontier()
+        )
+        pages, elapsed = asyncio.run(crawl(frontier, size))
+        state = Path(folder) / STATE_NAME
+        disk = state.stat().st_size if state.exists() else 0
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "kind": kind,
+                "urls": size,
+                "pages": pages,
+                "seconds": round(elapsed, 2),
+                "us_per_page": round(elapsed / max(pages, 1) * 1e6, 1),
+                "peak_rss_mb": round(peak_kb / 1024, 1),
+                "state_mb": round(disk / 1e6, 1),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--kinds", nargs="+", default=["memory", "sqlite"], choices=["memory", "sqlite"])
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    results = []
+    for size in args.sizes:
+        for kind in args.kinds:
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.bench_frontier", "--child", kind, str(size)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            result = json.loads(out)
+            results.append(result)
+            print(
+                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page,"
+                f" peak RSS {result['peak_rss_mb']:6.1f} MB, state file {result['state_mb']:.1f} MB",
+                flush=True,
+            )
+    by = {(r["kind"], r["urls"]): r for r in results}
+    for size in args.sizes:
+        if ("memory", size) in by and ("sqlite", size) in by:
+            ratio = by[("sqlite", size)]["us_per_page"] / by[("memory", size)]["us_per_page"]
+            print(f"sqlite/memory cost at {size:,} URLs: {ratio:.1f}x")
+    small, big = min(args.sizes), max(args.sizes)
+    for kind in args.kinds:
+        if (kind, small) in by and (kind, big) in by and small != big:
+            growth = by[(kind, big)]["peak_rss_mb"] / by[(kind, small)]["peak_rss_mb"]
+            print(f"{kind} peak RSS {big:,} vs {small:,} URLs: {growth:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
