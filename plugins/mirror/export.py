@@ -225,6 +225,9 @@ def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = Expo
     digest = plan_hash(plan, options)
     sink: Sink = DirSink(output, digest) if options.format == "dir" else ZipSink(output)
     try:
+        blocked = {url: sink.blocked(path) for url, path in sorted(plan.paths.items())}
+        result.errors.extend(f"{url}: {why}" for url, why in blocked.items() if why)
+        plan.drop({url: why for url, why in blocked.items() if why})
         _write_files(warcs, plan, sink, missing, options, result)
         _write_extras(archive, plan, sink, result)
         sink.finish()

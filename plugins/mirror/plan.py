@@ -80,13 +80,28 @@ class Plan:
     skipped: dict[str, int] = field(default_factory=dict)
     """URLs whose only captures are not usable (404, 500...): url -> latest status."""
     errors: list[str] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+    """URLs taken out because their file cannot be written: url -> why."""
     _by_canonical: dict[str, str] = field(default_factory=dict, repr=False)
     _by_surt: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self._index()
+
+    def _index(self) -> None:
+        self._by_canonical.clear()
+        self._by_surt.clear()
         for url in sorted(self.items):
             self._by_canonical.setdefault(canonical_key(url), url)
             self._by_surt.setdefault(surt(url), url)
+
+    def drop(self, reasons: dict[str, str]) -> None:
+        """Take URLs out of the mirror (their file cannot be written): links to them stay on the web."""
+        for url, why in reasons.items():
+            self.items.pop(url, None)
+            self.paths.pop(url, None)
+            self.blocked[url] = why
+        self._index()
 
     def find(self, url: str) -> Item | None:
         """The item for a normalized URL: exact, then canonical (query order), then SURT."""

@@ -130,6 +130,36 @@ class SafeDir:
         finally:
             os.close(fd)
 
+    def obstacle(self, path: Path) -> tuple[int, str] | None:
+        """What would stop `write(path)`: (index of the segment, description), else None.
+
+        A folder of `path` that exists as a file or a symbolic link, or `path` itself
+        existing as a folder.  Nothing is created.
+        """
+        fd = os.dup(self.fd)
+        try:
+            for depth, part in enumerate(path):
+                check_segment(part)
+                try:
+                    found = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None
+                last = depth == len(path) - 1
+                if last:
+                    return (depth, "a folder") if stat.S_ISDIR(found.st_mode) else None
+                if stat.S_ISLNK(found.st_mode):
+                    return depth, "a symbolic link"
+                if not stat.S_ISDIR(found.st_mode):
+                    return depth, "a file"
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+            return None
+        except OSError as exc:
+            return len(path) - 1, exc.strerror or str(exc)
+        finally:
+            os.close(fd)
+
     def stat(self, path: Path) -> os.stat_result | None:
         """The stat of a regular file at `path`, None for anything else or nothing."""
         try:

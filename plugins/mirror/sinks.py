@@ -66,6 +66,8 @@ class Sink(Protocol):
 
     def fresh(self, path: Path, source: str) -> FileEntry | None: ...
 
+    def blocked(self, path: Path) -> str | None: ...
+
     def put(
         self,
         path: Path,
@@ -110,6 +112,22 @@ class DirSink:
         self.same_plan = old_plan == plan_hash
         self.new: dict[str, FileEntry] = {}
         self.written = self.unchanged = self.removed = self.size = 0
+
+    def blocked(self, path: Path) -> str | None:
+        """Why `path` cannot be written (something not ours in the way), else None.
+
+        A file of an earlier export standing where a folder is now needed is removed.
+        """
+        found = self.folder.obstacle(path)
+        if found is None:
+            return None
+        depth, what = found
+        where = path[: depth + 1]
+        if what == "a file" and _key(where) in self.old and self.folder.remove(where):
+            self.removed += 1
+            return self.blocked(path)
+        needed = "a file" if depth == len(path) - 1 else "a folder"
+        return f"{'/'.join(where)} is in the way ({what} where the export needs {needed})"
 
     def fresh(self, path: Path, source: str) -> FileEntry | None:
         """The manifest entry (counted as unchanged) when the file at `path` is already
@@ -199,6 +217,9 @@ class ZipSink:
         self.written = self.unchanged = self.removed = self.size = 0
 
     def fresh(self, path: Path, source: str) -> FileEntry | None:
+        return None
+
+    def blocked(self, path: Path) -> str | None:
         return None
 
     def put(

@@ -52,6 +52,9 @@ class MissingLinks:
             entry.referrers.append(referrer)
 
     def reason(self, url: str) -> str:
+        blocked = self.plan.blocked.get(url)
+        if blocked is not None:
+            return f"archived, but its file could not be written: {blocked}"
         status = self.plan.skipped_status(url)
         if status is not None:
             return f"HTTP {status} when crawled"
