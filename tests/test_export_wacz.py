@@ -1,0 +1,102 @@
+"""`archiver export --format wacz`: structure, digests and index of the WACZ 1.1.1 package."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+from archiver_plugins.mirror.export import ExportOptions, export_mirror
+from conftest import CrawlFn, Site
+from mirror_site import build_site
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver.cli import main
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+async def test_wacz_structure_and_digests(
+    site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path
+) -> None:
+    build_site(site, other_site)
+    crawl = await crawl_archive(site.url("/"), plugins=("links", "warc"))
+    target = tmp_path / "site.wacz"
+    assert await asyncio.to_thread(main, ["export", str(crawl.archive), str(target)]) == 0
+
+    with zipfile.ZipFile(target) as wacz:
+        names = wacz.namelist()
+        assert {
+            "datapackage.json",
+            "datapackage-digest.json",
+            "indexes/index.cdxj",
+            "pages/pages.jsonl",
+        } <= set(names)
+        warcs = [n for n in names if n.startswith("archive/")]
+        assert warcs and all(n.endswith(".warc.gz") for n in warcs)
+        for name in warcs:
+            assert wacz.getinfo(name).compress_type == zipfile.ZIP_STORED  # seekable in place
+
+        package = json.loads(wacz.read("datapackage.json"))
+        assert package["profile"] == "data-package" and package["wacz_version"] == "1.1.1"
+        assert package["mainPageUrl"] == site.url("/")
+        listed = {resource["path"]: resource for resource in package["resources"]}
+        assert set(listed) == set(names) - {"datapackage.json", "datapackage-digest.json"}
+        for path, resource in listed.items():
+            data = wacz.read(path)
+            assert resource["bytes"] == len(data) and resource["hash"] == sha256(data), path
+        digest = json.loads(wacz.read("datapackage-digest.json"))
+        assert digest == {"path": "datapackage.json", "hash": sha256(wacz.read("datapackage.json"))}
+
+        lines = wacz.read("pages/pages.jsonl").decode().splitlines()
+        assert json.loads(lines[0])["format"] == "json-pages-1.0"
+        pages = {row["url"]: row for row in map(json.loads, lines[1:])}
+        home = pages[site.url("/")]
+        assert home["title"] == "Home page" and "Text in the web font" in home["text"]
+        assert home["ts"].endswith("Z") and home["ts"][4] == "-" and home["ts"][10] == "T"
+        assert site.url("/docs/page") in pages and site.url("/css/site.css") not in pages
+        assert site.url("/old") not in pages  # a redirect is not a page
+
+        index = wacz.read("indexes/index.cdxj").decode().splitlines()
+        assert index == sorted(index) and len(index) >= 17
+        for line in index:
+            raw = line.split(" ", 2)[2]
+            fields = json.loads(raw)
+            assert f"archive/{fields['filename']}" in names
+            start, length = int(fields["offset"]), int(fields["length"])
+            record = wacz.read(f"archive/{fields['filename']}")[start : start + length]
+            first = next(iter(ArchiveIterator(io.BytesIO(record))))
+            assert first.rec_headers.get_header("WARC-Target-URI") == fields["url"]
+
+
+async def test_wacz_of_a_crawl_cut_short(site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
+    """A WARC file left `.open` with a cut tail goes in under its final name, cut to whole records."""
+    site.page("/", links=["/a", "/b"])
+    site.page("/a", "a" * 5000)
+    site.page("/b", "b" * 5000)
+    crawl = await crawl_archive(site.url("/"), plugins=("links", "warc"))
+    (warc,) = (crawl.archive / "warc").glob("*.warc.gz")
+    for cdxj in (crawl.archive / "warc").glob("*.cdxj"):
+        cdxj.unlink()
+    data = warc.read_bytes()
+    opened = warc.with_name(warc.name + ".open")
+    opened.write_bytes(data[: len(data) - 300])
+    warc.unlink()
+
+    result = await asyncio.to_thread(
+        export_mirror, crawl.archive, tmp_path / "cut.wacz", ExportOptions(format="wacz")
+    )
+    assert any("damaged tail" in warning for warning in result.warnings)
+    with zipfile.ZipFile(tmp_path / "cut.wacz") as wacz:
+        assert f"archive/{warc.name}" in wacz.namelist()
+        packed = wacz.read(f"archive/{warc.name}")
+        assert data.startswith(packed) and len(packed) < len(data) - 300
+        records = list(ArchiveIterator(io.BytesIO(packed)))
+        assert records  # whole records only: warcio reads to the end without an error
+        index = wacz.read("indexes/index.cdxj").decode().splitlines()
+        assert index and all(int(json.loads(line.split(" ", 2)[2])["offset"]) < len(packed) for line in index)
