@@ -47,14 +47,17 @@ def index_pages(archive: Path, count: int, batch_size: int) -> dict[str, float]:
     spooled = time.perf_counter() - started
     spool.close()
     started = time.perf_counter()
+    cpu = time.process_time()
     run(archive, batch_size, 1e9, 200_000, control=Control("drain"), lock_wait=0)
     indexed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     size = sum(f.stat().st_size for f in whoosh_dir(archive).iterdir())
     return {
         "pages": count,
         "mean_html_kib": total_bytes / count / 1024,
         "spool_pages_per_s": count / spooled,
         "index_pages_per_s": count / indexed,
+        "index_pages_per_cpu_s": count / cpu,
         "index_seconds": indexed,
         "index_mib": size / 2**20,
     }
@@ -167,11 +170,12 @@ def main() -> None:
         archive = folder / "archive"
         figures = index_pages(archive, args.pages, args.batch_size)
         for key, value in figures.items():
-            print(f"{key:24} {value:10.1f}")
+            print(f"{key:24} {value:10.1f}", flush=True)
         for snippets in (False, True):
             label = "with snippets" if snippets else "no snippets"
             result = time_queries(archive, snippets, args.rounds)
-            print(f"query {label:14} " + "  ".join(f"{k} {v:7.1f}" for k, v in result.items()))
+            line = "  ".join(f"{k} {v:7.1f}" for k, v in result.items())
+            print(f"query {label:14} {line}", flush=True)
         if args.crawl:
             plain, _ = asyncio.run(crawl_once(args.pages, folder / "plain", with_index=False))
             indexed, catch = asyncio.run(crawl_once(args.pages, folder / "indexed", with_index=True))
