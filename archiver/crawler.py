@@ -258,6 +258,8 @@ class Crawler:
         stats[f"status_{page.status // 100}xx"] += 1
         if page.truncated:
             stats[f"truncated_{page.truncated}"] += 1
+        if page.decode_error:
+            stats["not_parsed"] += 1
         links = [] if page.is_redirect else self._extract(page)
         await self.hooks.page_fetched(page, links, self.crawl)
         if page.is_redirect:
