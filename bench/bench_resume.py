@@ -188,6 +188,11 @@ async def run(args: argparse.Namespace) -> int:
             indexed = indexed_urls(killed)
             dup = [u for u, n in indexed.items() if n > 1]
             print(f"index: {sum(indexed.values())} documents, {len(pages)} indexable pages, {len(dup)} twice")
+            from archiver.manager import Hooks, make_plugin_manager
+
+            pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.index"])
+            for label, value in Hooks(pm).archive_status(killed):
+                print(f"  {label}: {value}")
             if set(indexed) != pages or dup:
                 failures.append(
                     f"index differs: {len(pages - set(indexed))} missing, {len(set(indexed) - pages)} extra,"
