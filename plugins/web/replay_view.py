@@ -83,7 +83,14 @@ def build_body(
         return Body(content, original_type)
     encoding, _source = choose_encoding(content, mime, _declared_charset(stored))
     text = content.decode(encoding, errors="replace")
-    urls = UrlRewriter(stored.url, found.capture.timestamp, is_archived=library.is_archived)
+    known: dict[str, bool] = {}
+
+    def is_archived(url: str) -> bool:  # pages repeat their links: ask the index once each
+        if url not in known:
+            known[url] = library.is_archived(url)
+        return known[url]
+
+    urls = UrlRewriter(stored.url, found.capture.timestamp, is_archived=is_archived)
     if mime == "text/css":
         return Body(urls.rewrite_css(text).encode("utf-8"), "text/css; charset=utf-8")
     banner = "" if target.modifier == FRAME else _banner(library, found, stored, target, env)
