@@ -9,9 +9,10 @@ suffix of recent changes, never a change without the ones before it.
 That ordering is what makes resuming safe.  A URL moves queued -> in flight -> done or
 failed.  Items are leased from the queue in batches and the lease is committed as the
 "in flight" state before the first of them is handed out, so after a crash every URL
-that might have been fetched is in flight (or done) on disk.  `open()` puts those back in the queue and remembers them in
-`recovered`, so resume can look for their records in the WARC files and mark the ones
-already archived done (`mark_done`) instead of fetching them twice.
+that might have been fetched is in flight (or done) on disk.  `open()` puts those back
+in the queue and remembers them in `recovered`, so resume can look for their records in
+the WARC files and mark the ones already archived done (`mark_done`) instead of
+fetching them twice.
 
 SQLite runs on the event loop thread: each call is a few indexed statements on a
 WAL database with ``synchronous=NORMAL`` (no fsync per commit), which costs less than
