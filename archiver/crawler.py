@@ -225,8 +225,13 @@ class Crawler:
             return await fetch(self._session, Item(url, 0, 0, None, LinkKind.REQUISITE), headers, config)
 
         async def on_fetched(page: Page) -> None:
+            # robots.txt is archived like a page, and its links (Sitemap: lines) are followed.
             self.crawl.stats["robots_fetched"] += 1
-            await self.hooks.page_fetched(page, [], self.crawl)
+            links = self._extract(page) if 200 <= page.status < 300 else []
+            await self.hooks.page_fetched(page, links, self.crawl)
+            if links:
+                origin = Item(page.url, 0, self.config.max_redirect, None, LinkKind.PAGE)
+                await self._add_links(links, origin, page.url)
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 

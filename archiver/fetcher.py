@@ -185,7 +185,7 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
     the address is taken here, in the requesting task's context, instead.
     """
 
-    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109
         connection = await super().connect(req, traces, timeout)
         transport = connection.transport
         peer = transport.get_extra_info("peername") if transport is not None else None

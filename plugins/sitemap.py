@@ -163,7 +163,10 @@ def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
     parts = urlsplit(page.url)
     if page.depth == 0 and settings["discover"] and parts.scheme in ("http", "https"):
         origin = f"{parts.scheme}://{parts.netloc}"
-        links += [Link(origin + "/robots.txt"), Link(origin + "/sitemap.xml")]
+        if not crawl.config.robots:
+            # With robots on, the crawler fetches robots.txt itself and passes it through here.
+            links.append(Link(origin + "/robots.txt"))
+        links.append(Link(origin + "/sitemap.xml"))
     if not 200 <= page.status < 300:
         return links or None
     if parts.path == "/robots.txt":

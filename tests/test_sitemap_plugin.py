@@ -50,12 +50,22 @@ def urlset(*locs: str) -> bytes:
 
 def test_a_root_page_links_robots_txt_and_sitemap_xml_of_its_host() -> None:
     page = make_page("https://example.org:8443/deep/start.html", b"<html>", content_type="text/html", depth=0)
-    assert urls(page) == ["https://example.org:8443/robots.txt", "https://example.org:8443/sitemap.xml"]
+    crawl = make_crawl(robots=False)
+    assert urls(page, crawl) == [
+        "https://example.org:8443/robots.txt",
+        "https://example.org:8443/sitemap.xml",
+    ]
+
+
+def test_with_robots_on_the_crawler_fetches_robots_txt_itself() -> None:
+    page = make_page("https://example.org/", b"<html>", content_type="text/html", depth=0)
+    assert urls(page, make_crawl(robots=True)) == ["https://example.org/sitemap.xml"]
 
 
 def test_a_root_that_failed_still_leads_to_the_sitemaps() -> None:
     page = make_page(ROOT, b"gone", content_type="text/html", status=404, depth=0)
-    assert urls(page) == ["http://example.org/robots.txt", "http://example.org/sitemap.xml"]
+    crawl = make_crawl(robots=False)
+    assert urls(page, crawl) == ["http://example.org/robots.txt", "http://example.org/sitemap.xml"]
 
 
 def test_pages_below_the_root_add_nothing() -> None:
@@ -217,7 +227,10 @@ def test_configure_rejects_wrong_values(key: str, value: object) -> None:
 # -- end to end ----------------------------------------------------------------------------
 
 
-async def test_a_crawl_finds_pages_only_listed_in_sitemaps(site: Any, crawl_archive: Any) -> None:
+@pytest.mark.parametrize("robots", [False, True])
+async def test_a_crawl_finds_pages_only_listed_in_sitemaps(
+    site: Any, crawl_archive: Any, robots: bool
+) -> None:
     site.page("/", links=["/linked.html"])
     site.page("/linked.html", "<p>linked</p>")
     site.page("/robots.txt", f"User-agent: *\nSitemap: {site.url('/index.xml')}\n", content_type="text/plain")
@@ -233,7 +246,7 @@ async def test_a_crawl_finds_pages_only_listed_in_sitemaps(site: Any, crawl_arch
         content_type="application/x-gzip",
     )
     site.page("/hidden.html", "<p>only in the sitemap</p>")
-    crawl = await crawl_archive(site.url("/"), plugins=("links", "sitemap"))
+    crawl = await crawl_archive(site.url("/"), plugins=("links", "sitemap"), robots=robots)
     for path in ("/robots.txt", "/sitemap.xml", "/index.xml", "/pages.xml.gz", "/hidden.html"):
         assert site.hits[path] == 1, path
     assert site.hits["/linked.html"] == 1
