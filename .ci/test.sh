@@ -22,8 +22,11 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+echo "== installing Python dependencies into .venv"
+if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } >.venv/pip.log 2>&1; then
+  cat .venv/pip.log >&2
+  exit 1
+fi
 
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"
