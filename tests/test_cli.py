@@ -169,7 +169,7 @@ async def test_sigint_stops_cleanly_with_130(site: Site, tmp_path: Path) -> None
         if site.hits.total() > 3:
             break
     proc.send_signal(signal.SIGINT)
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err.decode()
     assert b"Interrupted" in err
     report = json.loads((archive / "report.json").read_text())
