@@ -43,6 +43,8 @@ class Config:
     user_agent: str = DEFAULT_USER_AGENT
     frontier: str = "sqlite"
     crawl_id: str = ""
+    lease_seconds: float = 30.0
+    """Redis frontier: how long a worker may hold a URL without renewing it before others take it back."""
     retry_backoff: float = 0.5
 
     # [limits]
@@ -112,6 +114,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "user_agent",
         "frontier",
         "crawl_id",
+        "lease_seconds",
         "retry_backoff",
     ),
     "limits": (
@@ -142,7 +145,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 
 _FIELD_TYPES = typing.get_type_hints(Config)
-_MINIMUM_ONE = {"max_tasks", "max_tries", "per_host_concurrency"}
+_MINIMUM_ONE = {"max_tasks", "max_tries", "per_host_concurrency", "lease_seconds"}
 _NEGATIVE_MEANS_AUTO = {"delay"}
 
 

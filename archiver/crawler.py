@@ -99,8 +99,8 @@ class Crawler:
 
     async def run(self) -> Crawl:
         crawl = self.crawl
-        self.log.open()
         await self.frontier.open()
+        self.log.open()
         counts = await self.frontier.counts()
         self._added = counts.seen
         crawl.resumed = counts.seen > 0

@@ -131,4 +131,8 @@ def make_frontier(config: Config, archive: Path) -> Frontier:
         from .frontier_sqlite import STATE_NAME, SqliteFrontier
 
         return SqliteFrontier(archive / STATE_NAME)
+    if config.frontier.startswith(("redis://", "rediss://")):
+        from .frontier_redis import RedisFrontier
+
+        return RedisFrontier(config)
     raise ConfigError(f"frontier {config.frontier!r} is not available in this build")

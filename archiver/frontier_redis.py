@@ -1,0 +1,622 @@
+"""A frontier in Redis, shared by every process (on any machine) crawling one site.
+
+All state lives under ``archiver:{CRAWL_ID}:`` and every change is one Lua script, so
+Redis alone decides who gets what; there is no coordinator process.
+
+* ``add`` checks the seen set and enqueues in one script per page (all its links at
+  once): a URL is queued once however many workers find it at the same moment, and a
+  redirect to a URL already seen is coalesced the same way.
+* ``get`` takes a *lease*: the URL moves from its host's queue to a sorted set of
+  leases with a deadline and the worker's token.  A background task renews the leases
+  of the URLs this process is working on; when a worker dies (``kill -9``, a lost
+  machine) its leases expire and the next script run by any worker puts them back in
+  the queue.  Nothing is popped destructively, so nothing in flight is lost.
+* ``done`` only counts while the caller still holds the lease (same token): a worker
+  presumed dead that wakes up cannot record a URL another worker took over.
+* Politeness is global: queues are per host, and a host is handed out only while its
+  leases are fewer than ``per_host_concurrency`` and its last lease is at least
+  ``delay`` old, whichever worker asks.  Times are Redis's own clock (``TIME``), so
+  machines need not agree on the time.
+* The crawl is over for everyone when no URL is queued and no lease is outstanding.
+
+When Redis stops answering, every call is retried with exponential backoff for
+`retry_window` seconds; then `FrontierLostError` stops the crawl the usual way
+(plugins close their WARC files), and running the worker again rejoins the crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import redis.asyncio as aioredis
+import redis.exceptions as redis_errors
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .archive import dump_toml
+from .errors import ArchiveError, ConfigError
+from .frontier import Counts, Item
+from .model import LinkKind
+from .politeness import DEFAULT_DELAY
+from .urls import site_of
+
+if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
+
+    from .config import Config
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+KEY_PREFIX = "archiver:{%s}:"
+"""All of a crawl's keys share one hash tag, so they live in one slot."""
+POLL_MIN = 0.02
+POLL_MAX = 0.5
+"""Bounds of the wait between two looks at an empty (or host-bound) queue."""
+SWEEP_LIMIT = 200
+"""Expired leases put back per script run, so one run stays short."""
+CONNECT_TIMEOUT = 5.0
+COMMAND_TIMEOUT = 30.0
+RELEASE_TIMEOUT = 3.0
+
+CONNECTION_ERRORS = (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError)
+
+
+class FrontierUnavailableError(ArchiveError):
+    """The Redis server of a shared frontier cannot be reached (or stopped answering)."""
+
+
+class FrontierLostError(FrontierUnavailableError):
+    """Redis stopped answering during a crawl and did not come back in time."""
+
+
+def prefix_for(crawl_id: str) -> str:
+    return KEY_PREFIX % crawl_id
+
+
+def redacted(url: str) -> str:
+    """The Redis URL without its password, for messages."""
+    if "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+
+
+def connect(url: str) -> aioredis.Redis:
+    """An asyncio client that fails fast: retrying is this module's job, with backoff."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=COMMAND_TIMEOUT,
+        retry=Retry(NoBackoff(), 0),
+        decode_responses=True,
+    )
+
+
+def global_delay(config: Config) -> float:
+    """The gap kept between two leases of one host, across all workers."""
+    return config.delay if config.delay >= 0 else DEFAULT_DELAY
+
+
+# -- Lua ---------------------------------------------------------------------------------
+# ARGV[1] is always the key prefix.  Keys (after the prefix):
+#   seen     SET    canonical keys ever queued
+#   items    HASH   key -> item payload (JSON), until the URL is done
+#   q:HOST   LIST   keys queued for HOST, oldest first
+#   hosts    ZSET   HOST -> when it may next be served; only hosts with queued URLs and a free slot
+#   next     HASH   HOST -> earliest start of its next lease (now + delay at the last lease)
+#   active   HASH   HOST -> leases outstanding
+#   leases   ZSET   key -> deadline
+#   owner    HASH   key -> "TOKEN|HOST|WORKER"
+#   counts   HASH   queued, done, failed, requeued, lost
+#   meta     HASH   concurrency, delay, lease, max_pages, created
+#   config   STRING the crawl's configuration (TOML), for `archiver worker`
+#   workers  HASH   WORKER -> JSON heartbeat
+
+_PRELUDE = """
+local p = ARGV[1]
+local function num(v, default) return tonumber(v) or default end
+local function now_seconds()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local conc = num(redis.call('HGET', p..'meta', 'concurrency'), 1)
+local function offer(host)
+  -- make HOST servable again if it has queued URLs and a free slot
+  if num(redis.call('HGET', p..'active', host), 0) < conc
+     and redis.call('LLEN', p..'q:'..host) > 0 then
+    redis.call('ZADD', p..'hosts', 'NX', num(redis.call('HGET', p..'next', host), 0), host)
+  end
+end
+local function unlease(key, owner, outcome)
+  -- end the lease of KEY; OUTCOME 'requeue' puts it back at the head of its host's queue
+  local host = string.match(owner, '^%d+|(.*)|[^|]*$')
+  redis.call('HDEL', p..'owner', key)
+  redis.call('ZREM', p..'leases', key)
+  local active = redis.call('HINCRBY', p..'active', host, -1)
+  if active <= 0 then redis.call('HDEL', p..'active', host) end
+  if outcome == 'requeue' then
+    redis.call('LPUSH', p..'q:'..host, key)
+    redis.call('HINCRBY', p..'counts', 'queued', 1)
+    redis.call('HINCRBY', p..'counts', 'requeued', 1)
+  else
+    redis.call('HDEL', p..'items', key)
+    redis.call('HINCRBY', p..'counts', outcome, 1)
+  end
+  offer(host)
+end
+local function sweep(now)
+  local expired = redis.call('ZRANGEBYSCORE', p..'leases', '-inf', now, 'LIMIT', 0, __SWEEP__)
+  for _, key in ipairs(expired) do
+    local owner = redis.call('HGET', p..'owner', key)
+    if owner then unlease(key, owner, 'requeue') else redis.call('ZREM', p..'leases', key) end
+  end
+  return #expired
+end
+local function owns(key, token, worker)
+  local owner = redis.call('HGET', p..'owner', key)
+  if owner and string.sub(owner, 1, #token + 1) == token..'|'
+     and string.sub(owner, -(#worker + 1)) == '|'..worker then
+    return owner
+  end
+  return nil
+end
+local function lease(worker, want, now, out)
+  local ttl = num(redis.call('HGET', p..'meta', 'lease'), 30)
+  local delay = num(redis.call('HGET', p..'meta', 'delay'), 0)
+  local taken = 0
+  while taken < want do
+    local host = redis.call('ZRANGEBYSCORE', p..'hosts', '-inf', now, 'LIMIT', 0, 1)[1]
+    if not host then break end
+    local key = redis.call('LPOP', p..'q:'..host)
+    if not key then
+      redis.call('ZREM', p..'hosts', host)
+    else
+      local token = redis.call('INCR', p..'tokens')
+      local active = redis.call('HINCRBY', p..'active', host, 1)
+      redis.call('ZADD', p..'leases', now + ttl, key)
+      redis.call('HSET', p..'owner', key, token..'|'..host..'|'..worker)
+      local after = now + delay
+      redis.call('HSET', p..'next', host, after)
+      if active >= conc or redis.call('LLEN', p..'q:'..host) == 0 then
+        redis.call('ZREM', p..'hosts', host)
+      else
+        redis.call('ZADD', p..'hosts', after, host)
+      end
+      out[#out + 1] = key
+      out[#out + 1] = tostring(token)
+      out[#out + 1] = redis.call('HGET', p..'items', key) or ''
+      taken = taken + 1
+    end
+  end
+  if taken > 0 then redis.call('HINCRBY', p..'counts', 'queued', -taken) end
+  return taken
+end
+local function state(now, out)
+  -- queued, leases, seconds until something may be servable (-1: unknown)
+  local queued = num(redis.call('HGET', p..'counts', 'queued'), 0)
+  local leases = redis.call('ZCARD', p..'leases')
+  local wait = -1
+  local first = redis.call('ZRANGE', p..'hosts', 0, 0, 'WITHSCORES')
+  if first[2] then wait = tonumber(first[2]) - now end
+  local deadline = redis.call('ZRANGE', p..'leases', 0, 0, 'WITHSCORES')
+  if deadline[2] and (wait < 0 or tonumber(deadline[2]) - now < wait) then
+    wait = tonumber(deadline[2]) - now
+  end
+  out[1] = queued
+  out[2] = leases
+  out[3] = tostring(wait)
+end
+""".replace("__SWEEP__", str(SWEEP_LIMIT))
+
+ADD_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, then KEY HOST PAYLOAD for each entry; returns 1 where new
+local max_pages = num(redis.call('HGET', p..'meta', 'max_pages'), 0)
+local out = {}
+local added = 0
+for i = 2, #ARGV, 3 do
+  local key, host = ARGV[i], ARGV[i + 1]
+  local new = 0
+  if max_pages == 0 or redis.call('SCARD', p..'seen') < max_pages then
+    new = redis.call('SADD', p..'seen', key)
+  end
+  if new == 1 then
+    redis.call('HSET', p..'items', key, ARGV[i + 2])
+    redis.call('RPUSH', p..'q:'..host, key)
+    added = added + 1
+    offer(host)
+  end
+  out[#out + 1] = new
+end
+if added > 0 then redis.call('HINCRBY', p..'counts', 'queued', added) end
+return out
+"""
+)
+
+LEASE_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, worker, how many; returns queued, leases, wait, then KEY TOKEN PAYLOAD...
+local now = now_seconds()
+sweep(now)
+local out = {0, 0, '-1'}
+lease(ARGV[2], tonumber(ARGV[3]), now, out)
+state(now, out)
+return out
+"""
+)
+
+FINISH_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, worker, outcome (done|failed|requeue), how many to lease next, then KEY TOKEN...
+-- returns queued, leases, wait, finished-ok flags as one string of 0/1, then KEY TOKEN PAYLOAD...
+local worker, outcome, want = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local now = now_seconds()
+local flags = {}
+for i = 5, #ARGV, 2 do
+  local owner = owns(ARGV[i], ARGV[i + 1], worker)
+  if owner then
+    unlease(ARGV[i], owner, outcome)
+    flags[#flags + 1] = '1'
+  else
+    if outcome ~= 'requeue' then redis.call('HINCRBY', p..'counts', 'lost', 1) end
+    flags[#flags + 1] = '0'
+  end
+end
+sweep(now)
+local out = {0, 0, '-1', table.concat(flags)}
+if want > 0 then lease(worker, want, now, out) end
+state(now, out)
+return out
+"""
+)
+
+RENEW_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, worker, heartbeat JSON, then KEY TOKEN...; returns the keys no longer ours
+local worker = ARGV[2]
+local now = now_seconds()
+local ttl = num(redis.call('HGET', p..'meta', 'lease'), 30)
+local lost = {}
+for i = 4, #ARGV, 2 do
+  if owns(ARGV[i], ARGV[i + 1], worker) then
+    redis.call('ZADD', p..'leases', 'XX', now + ttl, ARGV[i])
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
+end
+redis.call('HSET', p..'workers', worker, ARGV[3])
+sweep(now)
+return lost
+"""
+)
+
+# -- the frontier ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    key: str
+    token: str
+
+
+@dataclass
+class RoundTrips:
+    """Calls made to Redis, by kind: the cost model of a shared frontier."""
+
+    add: int = 0
+    lease: int = 0
+    finish: int = 0
+    renew: int = 0
+    other: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.add + self.lease + self.finish + self.renew + self.other
+
+
+def encode_item(item: Item) -> str:
+    return json.dumps([item.url, item.depth, item.redirects_left, item.referrer, str(item.kind)])
+
+
+def decode_item(key: str, payload: str) -> Item:
+    if not payload:
+        return Item(key)
+    url, depth, redirects_left, referrer, kind = json.loads(payload)
+    return Item(url, depth, redirects_left, referrer, LinkKind(kind))
+
+
+def worker_name() -> str:
+    """HOST-PID-RANDOM: unique among the crawl's workers, readable in `archiver status`."""
+    host = "".join(c if c.isalnum() or c in ".-" else "-" for c in socket.gethostname()) or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class RedisFrontier:
+    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`."""
+
+    def __init__(self, config: Config) -> None:
+        if not config.crawl_id:
+            raise ConfigError(
+                "crawl_id: a Redis frontier needs --crawl-id NAME (the name every worker of the crawl shares)"
+            )
+        self.url = config.frontier
+        self.crawl_id = config.crawl_id
+        self.prefix = prefix_for(config.crawl_id)
+        self.worker = worker_name()
+        self.lease_seconds = config.lease_seconds
+        self.retry_window = max(2 * config.lease_seconds, 10.0)
+        self.round_trips = RoundTrips()
+        self.lost_leases = 0
+        self._meta = {
+            "concurrency": str(config.per_host_concurrency),
+            "delay": repr(global_delay(config)),
+            "lease": repr(config.lease_seconds),
+            "max_pages": str(config.max_pages),
+        }
+        self._config_text = dump_toml(config.to_toml_dict())
+        self._redis: aioredis.Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
+        self._ready: deque[tuple[Item, Lease]] = deque()
+        self._held: dict[Item, Lease] = {}
+        self._waiting = 0
+        self._refill = asyncio.Lock()
+        self._finished = False
+        self._renewer: asyncio.Task[None] | None = None
+        self._pages = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        client = connect(self.url)
+        try:
+            await client.ping()
+        except CONNECTION_ERRORS as exc:
+            await client.aclose()
+            raise FrontierUnavailableError(
+                f"cannot reach the Redis frontier at {redacted(self.url)}: {_reason(exc)}"
+            ) from None
+        except redis_errors.RedisError as exc:
+            await client.aclose()
+            raise FrontierUnavailableError(f"Redis frontier at {redacted(self.url)}: {exc}") from None
+        self._redis = client
+        for name, text in (
+            ("add", ADD_SCRIPT),
+            ("lease", LEASE_SCRIPT),
+            ("finish", FINISH_SCRIPT),
+            ("renew", RENEW_SCRIPT),
+        ):
+            self._scripts[name] = client.register_script(text)
+        async with client.pipeline(transaction=True) as pipe:
+            for name, value in self._meta.items():
+                pipe.hsetnx(self.prefix + "meta", name, value)
+            pipe.hsetnx(self.prefix + "meta", "created", repr(time.time()))
+            pipe.set(self.prefix + "config", self._config_text, nx=True)
+            pipe.hset(self.prefix + "workers", self.worker, self._heartbeat())
+            await pipe.execute()
+        self.round_trips.other += 2
+        self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
+
+    async def close(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+            self._renewer = None
+        client, self._redis = self._redis, None
+        if client is None:
+            return
+        # Leases not finished here (interrupted, or taken and not handed out) go back at
+        # once, so the other workers need not wait for them to expire.
+        giving_back = [lease for _, lease in self._ready] + list(self._held.values())
+        self._ready.clear()
+        self._held.clear()
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT):
+                if giving_back:
+                    await self._scripts["finish"](
+                        args=[self.prefix, self.worker, "requeue", 0, *_flat(giving_back)], client=client
+                    )
+                await client.hdel(self.prefix + "workers", self.worker)
+        except (TimeoutError, *CONNECTION_ERRORS) as exc:
+            if not giving_back:
+                return
+            log.warning(
+                "could not give back %d leases to Redis (%s): they return to the queue when they expire",
+                len(giving_back),
+                _reason(exc),
+            )
+        finally:
+            with contextlib.suppress(*CONNECTION_ERRORS):
+                await client.aclose()
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def add(self, entries: Sequence[tuple[str, Item]]) -> list[bool]:
+        if not entries:
+            return []
+        args: list[str] = [self.prefix]
+        for key, item in entries:
+            args += [key, site_of(item.url), encode_item(item)]
+        self.round_trips.add += 1
+        flags = await self._retrying("add", lambda client: self._scripts["add"](args=args, client=client))
+        return [bool(int(flag)) for flag in flags]
+
+    async def get(self) -> Item | None:
+        self._waiting += 1
+        try:
+            poll = POLL_MIN
+            while True:
+                if self._ready:
+                    item, lease = self._ready.popleft()
+                    self._held[item] = lease
+                    return item
+                if self._finished:
+                    return None
+                async with self._refill:
+                    if self._ready or self._finished:
+                        continue
+                    args = [self.prefix, self.worker, self._waiting]
+                    self.round_trips.lease += 1
+                    reply = await self._retrying("lease", self._script_call("lease", args))
+                    if self._take(reply, 3):
+                        continue
+                    wait = self._idle_wait(reply, poll)
+                    if wait is None:
+                        self._finished = True
+                        return None
+                    await asyncio.sleep(wait)
+                    poll = min(poll * 1.5, POLL_MAX)
+        finally:
+            self._waiting -= 1
+
+    async def done(self, item: Item, *, failed: bool = False) -> None:
+        lease = self._held.pop(item)
+        self._pages += 1
+        # The next lease rides on the same round trip: this worker task asks for one next.
+        want = 0 if self._ready or self._finished else 1
+        args = [self.prefix, self.worker, "failed" if failed else "done", want, lease.key, lease.token]
+        self.round_trips.finish += 1
+        reply = await self._retrying("done", lambda client: self._scripts["finish"](args=args, client=client))
+        if reply[3] != "1":
+            self.lost_leases += 1
+            log.warning(
+                "%s: the lease expired before it was done (this worker was presumed dead);"
+                " another worker fetches it again: raise lease_seconds if fetches are slow",
+                item.url,
+            )
+        self._take(reply, 4)
+
+    async def counts(self) -> Counts:
+        async def read(client: aioredis.Redis) -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self.prefix + "counts")
+                pipe.zcard(self.prefix + "leases")
+                pipe.scard(self.prefix + "seen")
+                return await pipe.execute()
+
+        self.round_trips.other += 1
+        totals, leases, seen = await self._retrying("counts", read)
+        return counts_from(totals, leases, seen)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _take(self, reply: list[Any], start: int) -> int:
+        taken = 0
+        for i in range(start, len(reply) - 2, 3):
+            key, token, payload = reply[i], reply[i + 1], reply[i + 2]
+            self._ready.append((decode_item(key, payload), Lease(key, str(token))))
+            taken += 1
+        return taken
+
+    def _idle_wait(self, reply: list[Any], poll: float) -> float | None:
+        """How long to wait before asking again; None when the whole crawl is over."""
+        queued, leases, wait = int(reply[0]), int(reply[1]), float(reply[2])
+        if queued <= 0 and leases <= 0:
+            return None
+        if wait >= 0:
+            return max(min(wait, poll), 0.002)
+        return poll
+
+    def _heartbeat(self) -> str:
+        return json.dumps(
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "seen_at": time.time(),
+                "pages": self._pages,
+                "leases": len(self._held) + len(self._ready),
+            }
+        )
+
+    async def _renew_forever(self) -> None:
+        interval = self.lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            client = self._redis
+            if client is None:
+                return
+            leases = list(self._held.values()) + [lease for _, lease in self._ready]
+            self.round_trips.renew += 1
+            try:
+                lost = await self._scripts["renew"](
+                    args=[self.prefix, self.worker, self._heartbeat(), *_flat(leases)], client=client
+                )
+            except CONNECTION_ERRORS as exc:
+                log.warning("could not renew %d leases in Redis: %s", len(leases), _reason(exc))
+                continue
+            if lost:
+                log.warning("%d leases expired before renewal; other workers will fetch them", len(lost))
+
+    def _script_call(self, name: str, args: list[Any]) -> Callable[[aioredis.Redis], Awaitable[Any]]:
+        script = self._scripts[name]
+        return lambda client: script(args=args, client=client)
+
+    async def _retrying(self, what: str, call: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+        """Run `call`, retrying with backoff while Redis is unreachable, for `retry_window` s."""
+        client = self._redis
+        if client is None:
+            raise ArchiveError("the Redis frontier is not open")
+        deadline = time.monotonic() + self.retry_window
+        backoff = 0.25
+        while True:
+            try:
+                return await call(client)
+            except CONNECTION_ERRORS as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise FrontierLostError(
+                        f"lost the Redis frontier at {redacted(self.url)} ({_reason(exc)}) for"
+                        f" {self.retry_window:.0f} s: stopped; the WARC files are intact,"
+                        f" run the worker again to rejoin crawl {self.crawl_id!r}"
+                    ) from None
+                log.warning(
+                    "Redis at %s did not answer (%s) during %s: retrying in %.1f s",
+                    redacted(self.url),
+                    _reason(exc),
+                    what,
+                    min(backoff, left),
+                )
+                await asyncio.sleep(min(backoff, left))
+                backoff = min(backoff * 2, 5.0)
+            except redis_errors.ResponseError as exc:
+                where = redacted(self.url)
+                raise ArchiveError(f"the Redis frontier at {where} refused {what}: {exc}") from None
+
+
+def counts_from(totals: dict[str, str], leases: int, seen: int) -> Counts:
+    return Counts(
+        queued=max(int(totals.get("queued", 0)), 0),
+        in_flight=int(leases),
+        done=int(totals.get("done", 0)),
+        failed=int(totals.get("failed", 0)),
+        seen=int(seen),
+    )
+
+
+def _flat(leases: Sequence[Lease]) -> list[str]:
+    args: list[str] = []
+    for lease in leases:
+        args += [lease.key, lease.token]
+    return args
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

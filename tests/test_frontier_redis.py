@@ -1,0 +1,221 @@
+"""The Redis frontier against a real redis-server: atomic adds, leases, politeness, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CrawlFn, Site
+from redis_support import RedisServer, free_port, redis_server
+
+from archiver.cli import main
+from archiver.config import load_config
+from archiver.frontier import Item
+from archiver.frontier_redis import FrontierLostError, FrontierUnavailableError, RedisFrontier
+from archiver.urls import canonical_key
+
+__all__ = ["redis_server"]
+
+Factory = Callable[..., RedisFrontier]
+
+
+@pytest.fixture
+async def frontiers(redis_server: RedisServer) -> AsyncIterator[Factory]:
+    """`make(**config)` -> an opened frontier of crawl 't' (one per simulated worker)."""
+    opened: list[RedisFrontier] = []
+
+    async def make(**overrides: Any) -> RedisFrontier:
+        values = {"frontier": redis_server.url, "crawl_id": "t", "delay": 0.0, **overrides}
+        frontier = RedisFrontier(load_config(None, values))
+        await frontier.open()
+        opened.append(frontier)
+        return frontier
+
+    yield make  # type: ignore[misc]
+    for frontier in opened:
+        await frontier.close()
+
+
+def entries(*urls: str) -> list[tuple[str, Item]]:
+    return [(canonical_key(url), Item(url)) for url in urls]
+
+
+async def test_add_is_atomic_across_workers(frontiers: Factory) -> None:
+    a, b = await frontiers(), await frontiers()
+    urls = [f"http://h.test/{i}" for i in range(200)]
+    results = await asyncio.gather(*(w.add(entries(*urls)) for w in (a, b, a, b)))
+    new_per_url = [sum(flags) for flags in zip(*results, strict=True)]
+    assert new_per_url == [1] * len(urls)
+    counts = await a.counts()
+    assert (counts.queued, counts.seen, counts.in_flight) == (200, 200, 0)
+
+
+async def test_item_round_trips_and_crawl_ends_when_no_lease_is_left(frontiers: Factory) -> None:
+    a, b = await frontiers(), await frontiers()
+    item = Item("http://h.test/x?q=1", depth=3, redirects_left=2, referrer="http://h.test/")
+    await a.add([(canonical_key(item.url), item)])
+    got = await a.get()
+    assert got == item
+    # b must wait: the queue is empty but a holds a lease that may add more.
+    waiting = asyncio.create_task(b.get())
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    await a.add(entries("http://h.test/next"))
+    second = await asyncio.wait_for(waiting, 5)
+    assert second is not None and second.url == "http://h.test/next"
+    await a.done(got)
+    await b.done(second)
+    assert await asyncio.wait_for(a.get(), 5) is None
+    assert await asyncio.wait_for(b.get(), 5) is None
+    counts = await a.counts()
+    assert (counts.done, counts.queued, counts.in_flight) == (2, 0, 0)
+
+
+async def test_expired_lease_is_taken_over_and_the_late_done_does_not_count(frontiers: Factory) -> None:
+    dead, alive = await frontiers(lease_seconds=1.0), await frontiers(lease_seconds=1.0)
+    await dead.add(entries("http://h.test/a"))
+    item = await dead.get()
+    assert item is not None
+    assert dead._renewer is not None
+    dead._renewer.cancel()  # the worker stops renewing: as good as dead
+    started = time.monotonic()
+    again = await asyncio.wait_for(alive.get(), 10)
+    assert again == item
+    assert time.monotonic() - started >= 0.5
+    await dead.done(item)  # presumed dead: refused
+    assert dead.lost_leases == 1
+    await alive.done(again)
+    counts = await alive.counts()
+    assert (counts.done, counts.in_flight, counts.queued) == (1, 0, 0)
+    assert await asyncio.wait_for(alive.get(), 5) is None
+
+
+async def test_renewed_leases_outlive_their_first_deadline(frontiers: Factory) -> None:
+    holder, other = await frontiers(lease_seconds=1.0), await frontiers(lease_seconds=1.0)
+    await holder.add(entries("http://h.test/slow"))
+    item = await holder.get()
+    assert item is not None
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(other.get(), 2.5)
+    await holder.done(item)
+    assert holder.lost_leases == 0
+
+
+async def test_per_host_concurrency_is_global(frontiers: Factory) -> None:
+    a, b, c = [await frontiers(per_host_concurrency=2) for _ in range(3)]
+    await a.add(entries(*(f"http://busy.test/{i}" for i in range(6)), "http://other.test/"))
+    first = await asyncio.wait_for(a.get(), 5)
+    second = await asyncio.wait_for(b.get(), 5)
+    other = await asyncio.wait_for(c.get(), 5)
+    assert first is not None and second is not None and other is not None
+    assert sorted(i.url.split("/")[2] for i in (first, second, other)) == [
+        "busy.test",
+        "busy.test",
+        "other.test",
+    ]
+    # busy.test has its two leases (held by two processes): nobody gets a third.
+    for worker in (a, b, c):
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(worker.get(), 0.5)
+    holder = a if "busy" in first.url else b
+    done = first if holder is a else second
+    await holder.done(done)  # frees a slot; the next lease rides on this round trip
+    follower = await asyncio.wait_for(holder.get(), 5)
+    assert follower is not None and "busy.test" in follower.url
+
+
+async def test_delay_spaces_leases_of_one_host_across_workers(frontiers: Factory) -> None:
+    a, b = await frontiers(delay=0.3), await frontiers(delay=0.3)
+    await a.add(entries(*(f"http://slow.test/{i}" for i in range(4))))
+    stamps = []
+    for worker in (a, b, a, b):
+        got = await asyncio.wait_for(worker.get(), 5)
+        assert got is not None
+        stamps.append(time.monotonic())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(stamps)]
+    assert min(gaps) >= 0.25, gaps
+
+
+async def test_global_max_pages(frontiers: Factory) -> None:
+    a, b = await frontiers(max_pages=5), await frontiers(max_pages=5)
+    flags = await asyncio.gather(
+        a.add(entries(*(f"http://h.test/a{i}" for i in range(4)))),
+        b.add(entries(*(f"http://h.test/b{i}" for i in range(4)))),
+    )
+    assert sum(sum(f) for f in flags) == 5
+
+
+async def test_unreachable_redis_is_one_clear_error() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    frontier = RedisFrontier(load_config(None, {"frontier": url, "crawl_id": "x"}))
+    with pytest.raises(FrontierUnavailableError, match=r"cannot reach the Redis frontier at redis://127"):
+        await frontier.open()
+    await frontier.close()
+
+
+def test_crawl_id_is_required() -> None:
+    with pytest.raises(Exception, match="crawl-id"):
+        RedisFrontier(load_config(None, {"frontier": "redis://127.0.0.1:1/0"}))
+
+
+def test_cli_names_the_unreachable_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    archive = str(tmp_path / "a")
+    code = main(["crawl", "http://127.0.0.1:9/", "-o", archive, "--frontier", url, "--crawl-id", "c", "-q"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert err == [f"archiver: error: cannot reach the Redis frontier at {url}: {err[0].split(': ', 3)[-1]}"]
+    assert "Connect" in err[0] or "refused" in err[0]
+
+
+async def test_redis_lost_mid_crawl_stops_with_a_message(
+    redis_server: RedisServer, frontiers: Factory
+) -> None:
+    frontier = await frontiers()
+    await frontier.add(entries("http://h.test/"))
+    frontier.retry_window = 1.5
+    redis_server.stop()
+    started = time.monotonic()
+    with pytest.raises(FrontierLostError, match=r"lost the Redis frontier .* run the worker again"):
+        await frontier.add(entries("http://h.test/more"))
+    assert 1.0 <= time.monotonic() - started < 20
+
+
+async def test_redis_back_within_the_window_is_a_pause(redis_server: RedisServer, frontiers: Factory) -> None:
+    frontier = await frontiers()
+    redis_server.stop()
+
+    async def restart() -> None:
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(redis_server.start)
+
+    restarting = asyncio.create_task(restart())
+    flags = await frontier.add(entries("http://h.test/after"))
+    await restarting
+    assert flags == [True]
+
+
+async def test_crawl_through_redis_matches_a_memory_crawl(
+    site: Site, crawl_archive: CrawlFn, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    for i in range(30):
+        site.page(f"/p{i}", links=[f"/p{(i * 7 + 1) % 30}", f"/p{(i + 1) % 30}", "/go"])
+    site.redirect("/go", "/p3")
+    site.page("/", links=["/p0", "/missing"])
+    crawl = await crawl_archive(site.url("/"), frontier=redis_server.url, crawl_id="one")
+    assert crawl.extra["complete"]
+    assert set(site.hits) == {"/", "/missing", "/go", *(f"/p{i}" for i in range(30))}
+    assert max(site.hits.values()) == 1
+    client = redis_server.client()
+    try:
+        counts = client.hgetall("archiver:{one}:counts")
+        assert int(counts["done"]) + int(counts.get("failed", 0)) == 33
+        assert int(counts["queued"]) == 0
+        assert client.zcard("archiver:{one}:leases") == 0
+    finally:
+        client.close()
