@@ -40,6 +40,8 @@ _ATTRIBUTE = re.compile(
     r"""(?:"(?P<dq>[^"]*)(?:"|\Z)|'(?P<sq>[^']*)(?:'|\Z)|(?P<uq>[^\t\n\f\r >]+)))?"""
     r"|\Z)"
 )
+# The rest of a start tag, quoted values may hold '>': to skip tags that hold no link.
+_TAG_REST = re.compile(r"""(?:[^>"']++|"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))*+(?:>|\Z)""")
 _RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
 _RAW_END = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
 _STYLESHEET_RELS = frozenset(
@@ -77,6 +79,12 @@ URL_ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 SRCSET_ATTRIBUTES = {"img": "srcset", "source": "srcset", "link": "imagesrcset"}
 _MARKED = frozenset({"a", "area"})
+_INTERESTING = (
+    frozenset(URL_ATTRIBUTES)
+    | frozenset(SRCSET_ATTRIBUTES)
+    | _RAW_TEXT
+    | {"meta", "base", "head", "html", "plaintext"}
+)
 _CHARSET_META = re.compile(r"<meta\b[^>]*?(?:charset\s*=|http-equiv\s*=\s*[\"']?content-type)", re.IGNORECASE)
 
 
@@ -159,6 +167,12 @@ def iter_tags(text: str) -> list[tuple[_Tag, tuple[int, int] | None]]:
             position = length if end < 0 else end + 1
             continue
         name = match.group(4).lower()
+        if name not in _INTERESTING:
+            rest = _TAG_REST.match(text, match.end())
+            assert rest is not None  # the pattern matches at least the end of the text
+            if "style" not in rest.group().lower():
+                position = rest.end()
+                continue
         tag = _parse_tag(text, name, lt, match.end())
         position = tag.end
         content: tuple[int, int] | None = None

@@ -25,6 +25,7 @@ needs (``/about`` served as HTML) gets one from its content type.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -299,7 +300,12 @@ _HREF_SAFE = "!$&'()*+,;=@~-._"
 
 def relative_href(source: Path, target: Path) -> str:
     """The relative URL from the file `source` to the file `target`, percent-encoded ASCII."""
-    source_dirs, target_dirs = source[:-1], target[:-1]
+    return _relative(source[:-1], target)
+
+
+@functools.lru_cache(maxsize=65536)
+def _relative(source_dirs: Path, target: Path) -> str:
+    target_dirs = target[:-1]
     common = 0
     while (
         common < len(source_dirs) and common < len(target_dirs) and source_dirs[common] == target_dirs[common]

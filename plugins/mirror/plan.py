@@ -7,7 +7,9 @@ page needs to know the file of every URL it links to.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,11 +33,18 @@ MAX_REDIRECT_HOPS = 20
 REDIRECT_MIME = "text/html"
 
 
+_NEEDS_QUOTING = re.compile(r"[^\x21-\x7e]|[\"<>\\^`{|}]")
+
+
+@functools.lru_cache(maxsize=65536)
 def normalize(url: str) -> str | None:
     """The URL as the plan keys it: http(s) only, scheme and host lower-case, default
-    port and fragment dropped, non-ASCII and spaces percent-encoded; None otherwise."""
+    port and fragment dropped, non-ASCII and spaces percent-encoded; None otherwise.
+
+    Cached: a site's pages link the same few hundred URLs over and over."""
+    url = url.strip()
     try:
-        parts = urlsplit(safe_url_string(url.strip()))
+        parts = urlsplit(safe_url_string(url) if _NEEDS_QUOTING.search(url) else url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
             return None
@@ -84,11 +93,13 @@ class Plan:
     """URLs taken out because their file cannot be written: url -> why."""
     _by_canonical: dict[str, str] = field(default_factory=dict, repr=False)
     _by_surt: dict[str, str] = field(default_factory=dict, repr=False)
+    _finals: dict[str, Item | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._index()
 
     def _index(self) -> None:
+        self._finals.clear()
         self._by_canonical.clear()
         self._by_surt.clear()
         for url in sorted(self.items):
@@ -101,7 +112,8 @@ class Plan:
             self.items.pop(url, None)
             self.paths.pop(url, None)
             self.blocked[url] = why
-        self._index()
+        if reasons:
+            self._index()
 
     def find(self, url: str) -> Item | None:
         """The item for a normalized URL: exact, then canonical (query order), then SURT."""
@@ -114,6 +126,14 @@ class Plan:
     def final(self, url: str) -> Item | None:
         """The item a link to `url` should reach: redirects followed to a page when the
         chain ends in the mirror, else the first redirect's own forwarding page."""
+        try:
+            return self._finals[url]
+        except KeyError:
+            found = self._final(url)
+            self._finals[url] = found
+            return found
+
+    def _final(self, url: str) -> Item | None:
         first = self.find(url)
         item = first
         seen: set[str] = set()
