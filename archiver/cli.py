@@ -297,11 +297,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _add_core_commands() -> None:
+    from .distributed import merge_command, worker_command
     from .status import status_command
     from .why import why_command
 
     cli.add_command(status_command)
     cli.add_command(why_command)
+    cli.add_command(worker_command)
+    cli.add_command(merge_command)
 
 
 _add_core_commands()

@@ -153,6 +153,19 @@ def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> Iterable[
 
 
 @hookspec
+def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
+    """``archiver merge`` has gathered the WARC files of `sources` into `archive`: derive the rest.
+
+    `archive` is the merged archive folder and `sources` the archive folders merged into
+    it (``pathlib.Path`` objects).  Finished WARC files are in ``archive/warc/`` with their
+    CDXJ files; a file a killed crawl left open is copied with its ``.open`` suffix.
+    Close such files, rebuild indexes or other derived data here (the WARC plugin runs
+    ``tryfirst``, so later implementations see only finished files).  Called outside any
+    event loop; must be sync; may take long.
+    """
+
+
+@hookspec
 def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
     """Contribute lines to ``archiver status ARCHIVE``.
 

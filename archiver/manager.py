@@ -149,6 +149,9 @@ class Hooks:
                 pages.extend(found)
         return pages
 
+    def archive_merged(self, archive: Any, sources: Sequence[Any]) -> None:
+        self._hook.archive_merged(archive=archive, sources=list(sources))
+
     def archive_status(self, archive: Any) -> list[tuple[str, Any]]:
         lines: list[tuple[str, Any]] = []
         for contributed in self._hook.archive_status(archive=archive):

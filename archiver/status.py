@@ -37,6 +37,8 @@ class ArchiveStatus:
     holder: Holder | None = None
     stale_lock: bool = False
     plugins: list[tuple[str, Any]] = field(default_factory=list)
+    shared: dict[str, Any] = field(default_factory=dict)
+    """For a worker of a crawl shared through Redis: the crawl's name, workers, errors."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,7 @@ class ArchiveStatus:
             "pid": self.holder.pid if self.holder and self.state == RUNNING else None,
             "stale_lock": self.stale_lock,
             "plugins": {str(label): value for label, value in self.plugins},
+            **({"shared": self.shared} if self.shared else {}),
         }
 
 
@@ -82,6 +85,13 @@ def archive_status(archive: Path) -> ArchiveStatus:
         else:
             state = RESUMABLE
         return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+    from .distributed import saved_shared_crawl, shared_status
+
+    shared = saved_shared_crawl(archive)
+    if shared is not None:
+        state = RUNNING if running else NOT_RESUMABLE
+        status = ArchiveStatus(archive, state, Counts(), "redis", holder, stale)
+        return shared_status(archive, shared, status)
     if running:
         return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
@@ -94,6 +104,11 @@ def archive_status(archive: Path) -> ArchiveStatus:
 
 
 def _describe(status: ArchiveStatus) -> str:
+    if status.frontier == "redis":
+        from .distributed import describe_shared
+
+        lines = describe_shared(status)
+        return "\n".join([*lines, *(f"  {label}: {value}" for label, value in status.plugins)])
     c = status.counts
     name = status.archive
     headline = {

@@ -122,6 +122,16 @@ def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
 
 
 @hookimpl
+def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
+    """A merged archive's index is rebuilt from all its WARC files (the sources' indexes
+    each hold only one worker's pages)."""
+    from .reindex import archive_warcs, reindex
+
+    if archive_warcs(Path(archive)):
+        reindex(Path(archive))
+
+
+@hookimpl
 def register_commands(cli: click.Group) -> None:
     from .commands import reindex_command, search_command
 

@@ -7,6 +7,9 @@ The reader API other plugins use is in reader.py (`open_archive`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import click
 import pluggy
 
@@ -36,3 +39,11 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
 @hookimpl
 def register_commands(cli: click.Group) -> None:
     register(cli)
+
+
+@hookimpl(tryfirst=True)
+def archive_merged(archive: Path, sources: Sequence[Path]) -> None:
+    """Close the files a killed crawl left open and index any WARC file that has no CDXJ."""
+    from .merge import finish_merged
+
+    finish_merged(Path(archive) / "warc")
