@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -361,7 +362,7 @@ class RedisFrontier:
         self.prefix = prefix_for(config.crawl_id)
         self.worker = worker_name()
         self.lease_seconds = config.lease_seconds
-        self.retry_window = max(2 * config.lease_seconds, 10.0)
+        self.retry_window = max(2 * config.lease_seconds, 5.0)
         self.round_trips = RoundTrips()
         self.lost_leases = 0
         self._meta = {
@@ -380,6 +381,9 @@ class RedisFrontier:
         self._finished = False
         self._renewer: asyncio.Task[None] | None = None
         self._pages = 0
+        self._outage_since: float | None = None
+        self._lost: str | None = None
+        self._last_counts = Counts()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -512,8 +516,14 @@ class RedisFrontier:
                 return await pipe.execute()
 
         self.round_trips.other += 1
-        totals, leases, seen = await self._retrying("counts", read)
-        return counts_from(totals, leases, seen)
+        try:
+            totals, leases, seen = await self._retrying("counts", read)
+        except FrontierLostError:
+            # Totals are for progress and reports: the last ones known, never "all done".
+            last = self._last_counts
+            return dataclasses.replace(last, in_flight=max(last.in_flight, len(self._held), 1))
+        self._last_counts = counts_from(totals, leases, seen)
+        return self._last_counts
 
     # -- internals ---------------------------------------------------------------------
 
@@ -559,7 +569,8 @@ class RedisFrontier:
                     args=[self.prefix, self.worker, self._heartbeat(), *_flat(leases)], client=client
                 )
             except CONNECTION_ERRORS as exc:
-                log.warning("could not renew %d leases in Redis: %s", len(leases), _reason(exc))
+                if self._outage_since is None:
+                    log.warning("could not renew %d leases in Redis: %s", len(leases), _reason(exc))
                 continue
             if lost:
                 log.warning("%d leases expired before renewal; other workers will fetch them", len(lost))
@@ -569,35 +580,53 @@ class RedisFrontier:
         return lambda client: script(args=args, client=client)
 
     async def _retrying(self, what: str, call: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
-        """Run `call`, retrying with backoff while Redis is unreachable, for `retry_window` s."""
+        """Run `call`, pausing and retrying with backoff while Redis is unreachable.
+
+        An outage is one for all callers: it starts at the first failure and ends the
+        crawl `retry_window` seconds later, after which every call fails at once.
+        """
         client = self._redis
         if client is None:
             raise ArchiveError("the Redis frontier is not open")
-        deadline = time.monotonic() + self.retry_window
+        if self._lost is not None:
+            raise FrontierLostError(self._lost)
         backoff = 0.25
         while True:
             try:
-                return await call(client)
+                result = await call(client)
             except CONNECTION_ERRORS as exc:
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                if self._outage_since is None:
+                    self._outage_since = now
+                    log.warning(
+                        "Redis at %s did not answer (%s): pausing, retrying for up to %.0f s",
+                        redacted(self.url),
+                        _reason(exc),
+                        self.retry_window,
+                    )
+                left = self._outage_since + self.retry_window - now
                 if left <= 0:
-                    raise FrontierLostError(
+                    self._lost = (
                         f"lost the Redis frontier at {redacted(self.url)} ({_reason(exc)}) for"
                         f" {self.retry_window:.0f} s: stopped; the WARC files are intact,"
                         f" run the worker again to rejoin crawl {self.crawl_id!r}"
-                    ) from None
-                log.warning(
-                    "Redis at %s did not answer (%s) during %s: retrying in %.1f s",
-                    redacted(self.url),
-                    _reason(exc),
-                    what,
-                    min(backoff, left),
-                )
+                    )
+                    raise FrontierLostError(self._lost) from None
+                log.debug("Redis still unreachable during %s: retrying in %.1f s", what, min(backoff, left))
                 await asyncio.sleep(min(backoff, left))
                 backoff = min(backoff * 2, 5.0)
+                continue
             except redis_errors.ResponseError as exc:
                 where = redacted(self.url)
                 raise ArchiveError(f"the Redis frontier at {where} refused {what}: {exc}") from None
+            if self._outage_since is not None:
+                log.warning(
+                    "Redis at %s answers again after %.1f s: crawling on",
+                    redacted(self.url),
+                    time.monotonic() - self._outage_since,
+                )
+                self._outage_since = None
+            return result
 
 
 def counts_from(totals: dict[str, str], leases: int, seen: int) -> Counts:

@@ -318,3 +318,38 @@ def test_merge_refuses_an_archive_being_written(tmp_path: Path) -> None:
     with ArchiveLock(source):
         code = main(["merge", str(source), "-o", str(tmp_path / "out")])
     assert code == 1
+
+
+@pytest.mark.timeout(120)
+async def test_redis_lost_mid_crawl_stops_cleanly_with_a_message(
+    site: Site, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    expected = build_site(site, 400, delay=0.05)
+    archive = tmp_path / "w"
+    config = write_config(tmp_path / "crawl.toml", lease_seconds=2, max_tasks=4)
+    args = ["crawl", site.url("/"), "-o", str(archive), "-c", str(config), *CRAWLERS]
+    args += ["--frontier", redis_server.url, "--crawl-id", "lost"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=crawler_env(),
+    )
+    deadline = time.monotonic() + 30
+    while sum(site.hits.values()) < 30:
+        assert time.monotonic() < deadline and process.returncode is None
+        await asyncio.sleep(0.02)
+    redis_server.stop()
+    stopped = time.monotonic()
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    lines = err.decode().strip().splitlines()
+    assert process.returncode == 1, lines
+    assert lines[-1].startswith(f"archiver: error: lost the Redis frontier at {redis_server.url}"), lines
+    assert "pausing, retrying for up to 5 s" in lines[0]
+    assert time.monotonic() - stopped >= 4
+    assert not list((archive / "warc").glob("*.open"))
+    fetched = {path for path, _ in captures(archive)}
+    assert len(fetched) >= 30 and fetched <= expected
