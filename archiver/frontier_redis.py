@@ -378,6 +378,9 @@ class RedisFrontier:
         self._held: dict[Item, Lease] = {}
         self._waiting = 0
         self._refill = asyncio.Lock()
+        self._arrived = asyncio.Event()
+        self._next_poll = 0.0
+        self._poll = POLL_MIN
         self._finished = False
         self._renewer: asyncio.Task[None] | None = None
         self._pages = 0
@@ -459,13 +462,25 @@ class RedisFrontier:
         for key, item in entries:
             args += [key, site_of(item.url), encode_item(item)]
         self.round_trips.add += 1
-        flags = await self._retrying("add", lambda client: self._scripts["add"](args=args, client=client))
-        return [bool(int(flag)) for flag in flags]
+        flags = await self._retrying("add", self._script_call("add", args))
+        added = [bool(int(flag)) for flag in flags]
+        if any(added):
+            # New URLs may be servable now: idle tasks of this process ask at once.
+            self._next_poll = 0.0
+            self._poll = POLL_MIN
+            self._arrived.set()
+        return added
 
     async def get(self) -> Item | None:
+        """Hand out a leased URL; one task of this process at a time asks Redis for more.
+
+        While nothing is servable the process looks again after a growing pause
+        (`POLL_MIN` to `POLL_MAX`, shorter when a host's delay ends sooner); URLs this
+        process adds, or leases arriving with a `done`, wake the waiting tasks at once.
+        """
+        loop = asyncio.get_running_loop()
         self._waiting += 1
         try:
-            poll = POLL_MIN
             while True:
                 if self._ready:
                     item, lease = self._ready.popleft()
@@ -473,20 +488,28 @@ class RedisFrontier:
                     return item
                 if self._finished:
                     return None
+                pause = self._next_poll - loop.time()
+                if pause > 0:
+                    self._arrived.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._arrived.wait(), pause)
+                    continue
                 async with self._refill:
-                    if self._ready or self._finished:
+                    if self._ready or self._finished or self._next_poll > loop.time():
                         continue
                     args = [self.prefix, self.worker, self._waiting]
                     self.round_trips.lease += 1
                     reply = await self._retrying("lease", self._script_call("lease", args))
                     if self._take(reply, 3):
+                        self._poll = POLL_MIN
                         continue
-                    wait = self._idle_wait(reply, poll)
+                    wait = self._idle_wait(reply, self._poll)
                     if wait is None:
                         self._finished = True
+                        self._arrived.set()
                         return None
-                    await asyncio.sleep(wait)
-                    poll = min(poll * 1.5, POLL_MAX)
+                    self._next_poll = loop.time() + wait
+                    self._poll = min(self._poll * 1.5, POLL_MAX)
         finally:
             self._waiting -= 1
 
@@ -497,7 +520,7 @@ class RedisFrontier:
         want = 0 if self._ready or self._finished else 1
         args = [self.prefix, self.worker, "failed" if failed else "done", want, lease.key, lease.token]
         self.round_trips.finish += 1
-        reply = await self._retrying("done", lambda client: self._scripts["finish"](args=args, client=client))
+        reply = await self._retrying("done", self._script_call("finish", args))
         if reply[3] != "1":
             self.lost_leases += 1
             log.warning(
@@ -533,6 +556,8 @@ class RedisFrontier:
             key, token, payload = reply[i], reply[i + 1], reply[i + 2]
             self._ready.append((decode_item(key, payload), Lease(key, str(token))))
             taken += 1
+        if taken:
+            self._arrived.set()
         return taken
 
     def _idle_wait(self, reply: list[Any], poll: float) -> float | None:
