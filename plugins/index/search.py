@@ -209,7 +209,7 @@ def _run(
     parsed = parse(searcher.schema, query_text)
     deadline = started + time_limit
     _bound_expansions(parsed, searcher.reader(), deadline)
-    inner = searcher.collector(limit=page * limit)
+    inner = searcher.collector(limit=page * limit, optimize=False)
     timed = collectors.TimeLimitCollector(
         inner, timelimit=max(deadline - time.monotonic(), 0.05), use_alarm=False
     )
