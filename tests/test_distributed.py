@@ -198,6 +198,10 @@ async def test_three_processes_fetch_each_url_once_and_match_one_process(
     assert code == 0, out
     assert "complete" in out.splitlines()[0]
     assert f"done {len(expected)}, queued 0" in out
+    code, out = await run(["status", str(archives[2]), "--json"])
+    status = json.loads(out)
+    assert (status["state"], status["frontier"], status["done"]) == ("complete", "redis", len(expected))
+    assert status["shared"]["crawl_id"] == "three" and status["shared"]["workers"] == []
 
 
 @pytest.mark.timeout(180)
@@ -353,3 +357,21 @@ async def test_redis_lost_mid_crawl_stops_cleanly_with_a_message(
     assert not list((archive / "warc").glob("*.open"))
     fetched = {path for path, _ in captures(archive)}
     assert len(fetched) >= 30 and fetched <= expected
+
+
+def test_status_of_a_worker_archive_whose_redis_is_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from redis_support import free_port
+
+    from archiver.archive import prepare_archive
+    from archiver.cli import main
+    from archiver.config import load_config
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    archive = tmp_path / "w"
+    prepare_archive(load_config(None, {"output": str(archive), "frontier": url, "crawl_id": "gone"}))
+    assert main(["status", str(archive)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{archive}: worker of crawl 'gone' at {url}"), lines
+    assert lines[1].startswith(f"  cannot reach the Redis frontier at {url}"), lines
