@@ -12,7 +12,6 @@ the `archive_merged` hook.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import json
 import logging
@@ -31,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
+import redis
 
 from .archive import CONFIG_NAME, dump_toml
 from .config import Config, flatten_tables, load_config
 from .crawllog import LOG_NAME, REPORT_NAME, build_report
 from .errors import ArchiveError, UsageError
 from .frontier_redis import (
+    CONNECT_TIMEOUT,
     CONNECTION_ERRORS,
     FrontierUnavailableError,
-    connect,
     counts_from,
     prefix_for,
     redacted,
@@ -64,21 +64,27 @@ def is_shared(frontier: str) -> bool:
 # -- reading a shared crawl from Redis ---------------------------------------------------
 
 
-async def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str, Any]:
-    client = connect(url)
+def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str, Any]:
+    """A crawl's configuration and totals, with a blocking client (callable from any context)."""
+    client = redis.Redis.from_url(
+        url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT, decode_responses=True
+    )
     prefix = prefix_for(crawl_id)
     try:
-        async with client.pipeline(transaction=False) as pipe:
+        with client.pipeline(transaction=False) as pipe:
             pipe.get(prefix + "config")
             pipe.hgetall(prefix + "counts")
             pipe.zcard(prefix + "leases")
             pipe.scard(prefix + "seen")
             pipe.hgetall(prefix + "workers" if with_workers else prefix + "none")
-            config, totals, leases, seen, workers = await pipe.execute()
+            config, totals, leases, seen, workers = pipe.execute()
     except CONNECTION_ERRORS as exc:
-        raise FrontierUnavailableError(f"cannot reach the Redis frontier at {redacted(url)}: {exc}") from None
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FrontierUnavailableError(
+            f"cannot reach the Redis frontier at {redacted(url)}: {reason}"
+        ) from None
     finally:
-        await client.aclose()
+        client.close()
     return {
         "config": config,
         "counts": counts_from(totals, leases, seen),
@@ -90,7 +96,7 @@ async def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str
 
 def shared_config(url: str, crawl_id: str, overrides: dict[str, Any]) -> Config:
     """The configuration the crawl `crawl_id` stored in Redis, with this worker's overrides."""
-    found = asyncio.run(_read(url, crawl_id))
+    found = _read(url, crawl_id)
     if found["config"] is None:
         raise UsageError(
             f"no crawl {crawl_id!r} in the Redis frontier at {redacted(url)}: start it with"
@@ -123,7 +129,7 @@ def shared_status(archive: Path, config: dict[str, Any], status: ArchiveStatus) 
     status.frontier = "redis"
     status.shared = {"frontier": redacted(url), "crawl_id": crawl_id}
     try:
-        found = asyncio.run(_read(url, crawl_id, with_workers=True))
+        found = _read(url, crawl_id, with_workers=True)
     except FrontierUnavailableError as exc:
         status.shared["error"] = str(exc)
         return status
