@@ -9,7 +9,6 @@ and a minimum rate.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import socket
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -24,11 +23,11 @@ from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from .config import Config
-from .decode import choose_encoding, decode_content, is_textual
+from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
-from .model import Page
+from .model import Page, parse_content_type
 from .urls import wire_url
 
 _READ_CHUNK = 64 * 1024
@@ -234,7 +233,9 @@ async def fetch(
     if not any(k.lower() == "host" for k, _ in request_headers):
         request_headers = (("Host", URL(target, encoded=True).raw_host or ""), *request_headers)
 
-    page = Page(
+    redirect_to = _resolve_location(item.url, location) if location is not None else None
+    decoded, encoding, source = await _content(body, response_headers, config)
+    return Page(
         url=item.url,
         status=status,
         reason=reason,
@@ -242,17 +243,20 @@ async def fetch(
         request_headers=request_headers,
         headers=response_headers,
         body=body,
+        content=decoded.content,
+        encoding=encoding,
+        encoding_source=source,
         fetched_at=fetched_at,
         elapsed=elapsed,
         peer=peer,
         depth=item.depth,
         referrer=item.referrer,
+        redirect_to=redirect_to,
         kind=item.kind,
         truncated=truncated,
+        decode_error=decoded.error,
         request_target=target if target != item.url else None,
     )
-    redirect_to = _resolve_location(item.url, location) if location is not None else None
-    return await _with_content(page, config, redirect_to)
 
 
 def _resolve_location(url: str, location: str) -> str:
@@ -262,29 +266,33 @@ def _resolve_location(url: str, location: str) -> str:
         return location.strip()
 
 
-async def _with_content(page: Page, config: Config, redirect_to: str | None) -> Page:
-    """Fill `content`, `encoding` and `redirect_to`; big bodies are decoded off the loop."""
-    encoding_header = page.header("Content-Encoding")
-    if encoding_header and len(page.body) > _THREAD_DECODE_OVER:
+def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """First value of header `name` (lower case), as `Page.header` reads it."""
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+async def _content(
+    body: bytes, headers: tuple[tuple[str, str], ...], config: Config
+) -> tuple[Decoded, str | None, str | None]:
+    """The body with its Content-Encoding undone, and the charset to read it with (and why).
+
+    Big bodies are decoded off the loop.  Done before the `Page` is built, so that it is
+    built once.
+    """
+    encoding_header = _header(headers, "content-encoding")
+    if encoding_header and len(body) > _THREAD_DECODE_OVER:
         decoded = await asyncio.to_thread(
-            decode_content,
-            page.body,
-            encoding_header,
-            config.max_decoded_size,
-            config.max_decompression_ratio,
+            decode_content, body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
         )
     else:
         decoded = decode_content(
-            page.body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
+            body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
         )
+    content_type, params = parse_content_type(_header(headers, "content-type"))
     encoding = source = None
-    if is_textual(page.content_type) or not page.content_type:
-        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
-    return dataclasses.replace(
-        page,
-        content=decoded.content,
-        decode_error=decoded.error,
-        encoding=encoding,
-        encoding_source=source,
-        redirect_to=redirect_to,
-    )
+    if is_textual(content_type) or not content_type:
+        encoding, source = choose_encoding(decoded.content, content_type, params.get("charset"))
+    return decoded, encoding, source
