@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,6 +41,12 @@ class UrlRecord:
     reason: str | None = None
 
 
+_FIELDS = tuple(field.name for field in fields(UrlRecord))
+# One encoder for every line: `json.dumps` with options builds a new one per call, and
+# `asdict` deep-copies; a record holds only flat values, so neither is needed.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 class CrawlLog:
     """Appends records to the archive's log; buffered, flushed at most every second."""
 
@@ -55,8 +61,8 @@ class CrawlLog:
     def write(self, record: UrlRecord | dict[str, Any]) -> None:
         if self._file is None:
             return
-        data = asdict(record) if isinstance(record, UrlRecord) else record
-        self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
+        data = {name: getattr(record, name) for name in _FIELDS} if isinstance(record, UrlRecord) else record
+        self._file.write(_ENCODER.encode(data) + "\n")
         now = time.monotonic()
         if now - self._last_flush > _FLUSH_EVERY:
             self._file.flush()
