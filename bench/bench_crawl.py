@@ -7,10 +7,12 @@ For each: pages, wall seconds of the process and of the crawl alone (report.json
 of the fetching, before plugins such as the index finish catching up), pages/s by both, CPU
 seconds per 1,000 pages (the crawl and every process it waited for: the index writer), peak
 RSS of the process tree, and the ratio of pages/s and CPU/page to a reference configuration
-measured in the same run, so that a busy machine moves both alike.
+measured in the same run, so that a busy machine moves both alike.  On a shared machine, compare
+two versions with `--against REV`: the runs of both alternate, so load changes hit both.
 
     python -m bench.bench_crawl                           # 2,000 pages, every configuration
-    python -m bench.bench_crawl --pages 10000 --repeat 3  # best of 3 per configuration
+    python -m bench.bench_crawl --pages 10000 --repeat 3  # medians of 3 runs per configuration
+    python -m bench.bench_crawl --against HEAD~3 --repeat 3  # A/B, runs interleaved
     python -m bench.bench_crawl --configs links-memory,links-sqlite --profile /tmp/prof
 
 `--profile DIR` also records each run with py-spy (raw folded stacks; `--idle` counts waiting
@@ -25,6 +27,8 @@ import collections
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -131,6 +135,34 @@ def top_functions(raw: Path, limit: int = 15) -> dict[str, list[tuple[str, float
     }
 
 
+def source_of(rev: str, into: Path) -> Path:
+    """A folder to put on PYTHONPATH so that `archiver` and `archiver_plugins` are those of `rev`.
+
+    The editable install's finder comes after PYTHONPATH, so the child imports this copy.
+    """
+    repo = Path(__file__).resolve().parent.parent
+    tree = into / "tree"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", rev, "archiver", "plugins"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    path = into / "path"
+    path.mkdir()
+    (path / "archiver").symlink_to(tree / "archiver")
+    (path / "archiver_plugins").symlink_to(tree / "plugins")
+    return path
+
+
+def median_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure is the median over the runs (the profile is the first run's)."""
+    row = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, float):
+            row[key] = statistics.median(run[key] for run in runs)
+    return row
+
+
 def run_one(
     setup: Setup,
     root: str,
@@ -139,14 +171,19 @@ def run_one(
     timeout: float,
     profile: Path | None,
     idle: bool = False,
+    source: Path | None = None,
+    label: str = "",
 ) -> dict[str, Any]:
+    name = setup.name + label
     archive = work / f"{setup.name}-{time.monotonic_ns()}"
     cmd = command(setup, root, archive, concurrency)
     env = dict(os.environ)
     env["ARCHIVER_LOOP"] = setup.loop
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH", "")]))
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
-        raw = profile / f"{setup.name}.txt"
+        raw = profile / f"{name}.txt"
         spy = ["py-spy", "record", "-f", "raw", "-r", "200", "-o", str(raw), *(["--idle"] if idle else [])]
         cmd = [*spy, "--", *cmd]
     measured = run_measured(
@@ -163,10 +200,10 @@ def run_one(
             report = {}
     if measured.returncode != 0 or not report:
         stderr = (work / "stderr.txt").read_text(errors="replace")[-1500:]
-        raise SystemExit(f"{setup.name}: exit {measured.returncode}\n{stderr}")
+        raise SystemExit(f"{name}: exit {measured.returncode}\n{stderr}")
     fetched = report["pages"] + report["failed"]
     row = {
-        "config": setup.name,
+        "config": name,
         "pages": fetched,
         "wall": measured.wall_seconds,
         "crawl_wall": report["wall_seconds"],
@@ -176,7 +213,7 @@ def run_one(
         "peak_rss_mb": measured.peak_tree_rss_kb / 1024,
     }
     if profile is not None:
-        row["top"] = top_functions(profile / f"{setup.name}.txt")
+        row["top"] = top_functions(raw)
     shutil.rmtree(archive, ignore_errors=True)
     return row
 
@@ -184,13 +221,13 @@ def run_one(
 def table(rows: list[dict[str, Any]], reference: str) -> str:
     ref = next((r for r in rows if r["config"] == reference), rows[0])
     lines = [
-        f"{'config':<22} {'pages':>6} {'wall s':>7} {'crawl s':>7} {'pages/s':>8} {'crawl p/s':>9}"
+        f"{'config':<30} {'pages':>6} {'wall s':>7} {'crawl s':>7} {'pages/s':>8} {'crawl p/s':>9}"
         f" {'CPU s/1k':>9} {'CPU/wall':>8}"
         f" {'RSS MB':>7} {'speed vs ref':>12} {'CPU vs ref':>10}",
     ]
     for r in rows:
         lines.append(
-            f"{r['config']:<22} {r['pages']:>6} {r['wall']:>7.2f} {r['crawl_wall']:>7.2f}"
+            f"{r['config']:<30} {r['pages']:>6} {r['wall']:>7.2f} {r['crawl_wall']:>7.2f}"
             f" {r['pages_per_s']:>8.0f} {r['pages'] / r['crawl_wall']:>9.0f}"
             f" {r['cpu_per_1000']:>9.2f} {r['cpu_share']:>8.2f} {r['peak_rss_mb']:>7.0f}"
             f" {r['pages_per_s'] / ref['pages_per_s']:>11.2f}x"
@@ -206,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50, help="--max-tasks and per-host (default 50)")
     parser.add_argument("--configs", default="", help="comma-separated names (default: all)")
     parser.add_argument("--reference", default="links-memory", help="configuration the ratios compare to")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per configuration; the fastest is kept")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per configuration (medians are shown)")
+    parser.add_argument(
+        "--against", metavar="REV", help="also run the code of this git revision, interleaved, for A/B"
+    )
     parser.add_argument("--slow", action="store_true", help="50 ms per response (bench.server --slow)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", type=Path, help="record each run with py-spy into this folder")
@@ -229,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         setups = [s for s in setups if s.name in wanted]
     if args.reference not in {s.name for s in setups}:
         args.reference = setups[0].name
+    if args.against:
+        args.reference += f"@{args.against}"
 
     site, expected = site_for(args.pages, args.seed, args.cache)
     print(f"[bench] site {site}: {expected['count']} URLs expected", file=sys.stderr)
@@ -237,27 +279,31 @@ def main(argv: list[str] | None = None) -> int:
         bench_server.serving(site, slow=args.slow) as served,
         tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp,
     ):
+        variants: list[tuple[str, Path | None]] = [("", None)]
+        if args.against:
+            variants.insert(0, (f"@{args.against}", source_of(args.against, Path(tmp) / "against")))
         for setup in setups:
-            best: dict[str, Any] | None = None
+            runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in variants}
             for attempt in range(args.repeat):
-                row = run_one(
-                    setup, served.url, Path(tmp), args.concurrency, args.timeout, args.profile, args.idle
-                )
-                if args.repeat > 1:
+                for label, source in variants:
+                    row = run_one(
+                        setup,
+                        served.url,
+                        Path(tmp),
+                        args.concurrency,
+                        args.timeout,
+                        args.profile,
+                        args.idle,
+                        source,
+                        label,
+                    )
+                    runs[label].append(row)
                     print(
-                        f"[bench] {setup.name} run {attempt + 1}: {row['pages_per_s']:.0f} pages/s,"
-                        f" {row['cpu_per_1000']:.2f} CPU s/1k pages",
+                        f"[bench] {row['config']} run {attempt + 1}: {row['pages']} pages,"
+                        f" {row['pages_per_s']:.0f} pages/s, {row['cpu_per_1000']:.2f} CPU s/1k pages",
                         file=sys.stderr,
                     )
-                if best is None or row["pages_per_s"] > best["pages_per_s"]:
-                    best = row
-            assert best is not None
-            rows.append(best)
-            print(
-                f"[bench] {setup.name}: {best['pages']} pages, {best['pages_per_s']:.0f} pages/s,"
-                f" {best['cpu_per_1000']:.2f} CPU s/1k pages",
-                file=sys.stderr,
-            )
+            rows += [median_row(runs[label]) for label, _ in variants]
     load = os.getloadavg()
     print(
         f"\n{args.pages} pages, concurrency {args.concurrency}{' (50 ms per response)' if args.slow else ''},"
