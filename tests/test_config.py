@@ -89,3 +89,12 @@ def test_example_config_loads_and_documents_every_key() -> None:
             continue
         assert f"{name} =" in text, f"config.example.toml does not document {name}"
     assert config.roots
+
+
+def test_example_plugin_tables_are_accepted_by_their_plugins() -> None:
+    from archiver.manager import Hooks, make_plugin_manager
+
+    config = load_config(ROOT / "config.example.toml")
+    assert {"warc", "links", "sitemap", "index"} <= set(config.plugins)
+    names = [f"archiver_plugins.{name}" for name in config.plugins]
+    Hooks(make_plugin_manager(autoload=False, modules=names)).configure(config)
