@@ -7,8 +7,10 @@ becomes 130 (SIGTERM 143) after the crawl has flushed what it had.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -216,9 +218,33 @@ def _run(config: Any, pm: Any, show_bar: bool) -> Crawl:
         return await run_crawl(config, pm, install_signals=True, show_progress=show_bar)
 
     try:
-        return asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(main())
     except* ArchiverError as group:
         raise group.exceptions[0] from None
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (`pip install archiver[speed]`), else asyncio's.
+
+    uvloop does the loop's own work (polling, timers, socket writes) in C: the crawl
+    spends less CPU per page.  ARCHIVER_LOOP=asyncio forces the standard loop (to compare,
+    or to rule uvloop out when debugging); ARCHIVER_LOOP=uvloop insists on uvloop.
+    """
+    wanted = os.environ.get("ARCHIVER_LOOP", "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "asyncio", "uvloop"):
+        raise click.UsageError(f"ARCHIVER_LOOP={wanted!r}: expected auto, asyncio or uvloop")
+    if wanted == "asyncio":
+        return None
+    try:
+        # Imported by name: an optional extra, absent from most type-checking environments.
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        if wanted == "uvloop":
+            raise click.UsageError("ARCHIVER_LOOP=uvloop but uvloop is not installed") from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 def human_summary(report: dict[str, Any]) -> str:
