@@ -144,6 +144,7 @@ def run_tool(
     timeout: float,
     nginx: server.Server,
     frontier: str,
+    loop: str = "auto",
 ) -> dict[str, Any]:
     out = workdir / tool.name
     if out.exists():
@@ -154,6 +155,8 @@ def run_tool(
     else:
         command = tools.command(tool, root, out, concurrency, urls_file)
     env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
+    if loop != "auto":
+        env["ARCHIVER_LOOP"] = loop
     log(f"{tool.name}: {' '.join(command)}")
     server_cpu = nginx.cpu_seconds()
     measured = run_measured(
@@ -174,7 +177,7 @@ def run_tool(
         and "not available" in stderr
     ):
         log(f"{tool.name}: sqlite frontier not available in this build, using memory")
-        return run_tool(tool, root, workdir, concurrency, urls_file, timeout, nginx, "memory")
+        return run_tool(tool, root, workdir, concurrency, urls_file, timeout, nginx, "memory", loop)
     result: dict[str, Any] = {}
     if tool.family in ("archiver", "floor") and stdout.strip():
         try:
@@ -193,6 +196,7 @@ def run_tool(
         ok=ok,
         server_cpu_seconds=round(server_cpu, 2),
         frontier=frontier if tool.family == "archiver" else None,
+        event_loop=event_loop(loop) if tool.family == "archiver" else None,
         stderr_tail=stderr[-1500:] if not ok else "",
         report=result if tool.family == "archiver" else None,
         _urls=urls,
@@ -202,6 +206,17 @@ def run_tool(
         f"({row['pages_per_second']:.0f}/s), exit {measured.returncode}"
     )
     return row
+
+
+def event_loop(loop: str) -> str:
+    """The loop archiver runs on: uvloop when installed, unless ARCHIVER_LOOP says otherwise."""
+    if loop != "auto":
+        return loop
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
 
 
 def row_for(
@@ -323,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the crawlers' outputs")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per crawler")
+    parser.add_argument(
+        "--loop",
+        choices=("auto", "asyncio", "uvloop"),
+        default="auto",
+        help="event loop for archiver (ARCHIVER_LOOP; auto = uvloop when installed)",
+    )
     parser.add_argument("--output", type=Path, help="results JSON (default bench/results/latest*.json)")
     args = parser.parse_args(argv)
 
@@ -345,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             "urls": expected["count"],
             "urls_canonical": expected["count"] - len(expected["canonical_duplicates"]),
         },
+        "event_loop": event_loop(args.loop),
         "mode": {"slow": args.slow, "delay": args.delay if args.slow else 0, "concurrency": args.concurrency},
         "versions": {},
     }
@@ -369,7 +391,15 @@ def main(argv: list[str] | None = None) -> int:
                 tool = tools.TOOLS[name]
                 data["versions"].setdefault(tool.family, tools.version(tool))
                 row = run_tool(
-                    tool, root, workdir, args.concurrency, urls_file, args.timeout, nginx, "sqlite"
+                    tool,
+                    root,
+                    workdir,
+                    args.concurrency,
+                    urls_file,
+                    args.timeout,
+                    nginx,
+                    "sqlite",
+                    args.loop,
                 )
                 if tool.family != "floor":
                     row["check"] = compare(row["_urls"], expected, origin)
@@ -402,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{data['date']}, {data['machine']['cpus']} cores ({data['machine']['cpu_model']}), "
-        f"load at start {data['machine']['load_average_at_start']}\n"
+        f"load at start {data['machine']['load_average_at_start']}, "
+        f"archiver on {data['event_loop']}\n"
     )
     print(markdown_table(data["rows"]))
     print()
