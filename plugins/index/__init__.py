@@ -73,9 +73,14 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
     parse_options(config.plugin("index"))
 
 
-@hookimpl
+@hookimpl(trylast=True)  # after the WARC writer closed the files a killed run left open
 async def crawl_started(crawl: Crawl) -> None:
-    feeder = IndexFeeder(Path(crawl.archive), parse_options(crawl.plugin_config("index")))
+    archive = Path(crawl.archive)
+    feeder = IndexFeeder(archive, parse_options(crawl.plugin_config("index")))
+    if crawl.resumed:
+        from .recover import bring_in_line
+
+        crawl.stats["index.recovered"] = await asyncio.to_thread(bring_in_line, archive)
     await asyncio.to_thread(feeder.start)
     crawl.extra[FEEDER_KEY] = feeder
     crawl.stats["index.pending"] = feeder.lag

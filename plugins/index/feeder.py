@@ -1,11 +1,14 @@
-"""The crawl's side of indexing: a bounded queue, a spool thread, and the writer process.
+"""The crawl's side of indexing: a spool thread and the writer process.
 
-`page_fetched` only puts a small record on a bounded in-memory queue.  One thread moves
-records from that queue to the on-disk spool in transactions and keeps an eye on the
-writer process: it restarts a writer that died (a killed writer loses nothing, its
-uncommitted pages are still spooled) and measures how far the index lags.  The queue
-fills only if the disk cannot keep up with the network; then `put` waits in a worker
-thread, which slows the crawl rather than growing memory.
+`page_fetched` hands its page to one thread that writes pages to the on-disk spool, and
+returns only once the page is committed there: the crawl marks a URL done after its
+hooks return, so a page whose URL is done is never lost to a kill.  The thread commits
+whatever arrived while the previous transaction ran as one transaction and settles one
+asyncio future for that whole batch (group commit: no per-page commit, no per-page wake-up
+of the event loop).  The same thread keeps an eye on the writer process: it restarts a
+writer that died (a killed writer loses nothing, its uncommitted pages are still spooled)
+and measures how far the index lags.  At most `queue_size` pages wait in memory; more
+puts wait for the next commit, which slows the crawl rather than growing memory.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import subprocess
 import sys
 import threading
@@ -27,8 +29,6 @@ from .spool import Spool
 from .store import Capture, spool_path
 
 log = logging.getLogger("archiver.index")
-
-_END = object()
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,9 @@ class IndexFeeder:
     def __init__(self, archive: Path, options: Options) -> None:
         self.archive = archive
         self.options = options
-        self.queue: queue.Queue[object] = queue.Queue(maxsize=options.queue_size)
         self.spooled = 0
+        self.batches = 0
+        """Spool transactions so far (each settles one future for all its pages)."""
         self.pending = 0
         self.restarts = 0
         self._closing = False
@@ -57,6 +58,13 @@ class IndexFeeder:
         self._spool: Spool | None = None
         self._lock = threading.Lock()
         self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._arrived = threading.Condition()
+        self._waiting: list[Capture] = []
+        """Pages handed over by `put` and not yet in a spool transaction."""
+        self._batch: asyncio.Future[None] | None = None
+        """Settled when the pages in `_waiting` are committed to the spool."""
+        self._ended = False
 
     # -- life cycle (blocking: call through asyncio.to_thread) ------------------------
 
@@ -68,10 +76,11 @@ class IndexFeeder:
         self._thread.start()
 
     def close(self, interrupted: bool) -> None:
-        """Spool what is queued, then let the writer drain (or stop, on Ctrl-C) and exit."""
+        """Spool what is waiting, then let the writer drain (or stop, on Ctrl-C) and exit."""
         if self._thread is not None:
-            if self._thread.is_alive():
-                self.queue.put(_END)
+            with self._arrived:
+                self._ended = True
+                self._arrived.notify()
             self._thread.join()
         self._closing = True
         mode = "stop" if interrupted or not self.options.wait else "drain"
@@ -112,25 +121,30 @@ class IndexFeeder:
     # -- the crawl's side ----------------------------------------------------------------
 
     async def put(self, capture: Capture) -> None:
+        """Return once `capture` is committed to the on-disk spool (never blocks the loop)."""
         self._check()
-        try:
-            self.queue.put_nowait(capture)
-        except queue.Full:
-            await asyncio.to_thread(self._put_waiting, capture)
-
-    def _put_waiting(self, capture: Capture) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
         while True:
-            self._check()
-            try:
-                self.queue.put(capture, timeout=0.5)
-                return
-            except queue.Full:
-                continue
+            with self._arrived:
+                if self._error is not None or self._ended:
+                    raise ArchiveError(f"cannot spool pages for the index: {self._error or 'closed'}")
+                if len(self._waiting) < self.options.queue_size or self._batch is None:
+                    self._waiting.append(capture)
+                    batch = self._batch
+                    if batch is None:
+                        batch = self._batch = self._loop.create_future()
+                    self._arrived.notify()
+                    break
+                full = self._batch
+            await asyncio.shield(full)  # too many pages waiting: wait for the next commit
+        # shielded: a cancelled fetch must not cancel the batch the other pages wait for
+        await asyncio.shield(batch)
 
     @property
     def lag(self) -> int:
         """Pages fetched but not yet committed to the index."""
-        return self.pending + self.queue.qsize()
+        return self.pending + len(self._waiting)
 
     # -- the spool thread ----------------------------------------------------------------
 
@@ -141,40 +155,47 @@ class IndexFeeder:
     def _run(self) -> None:
         try:
             self._spool_pages()
-        except BaseException as exc:  # reported to the crawl by the next put()
-            self._error = exc
+        except BaseException as exc:  # reported to the crawl by put()
             log.error("index spool failed: %s", exc)
+            with self._arrived:
+                self._error = exc
+                batch, self._batch = self._batch, None
+            self._settle(batch, exc)
 
     def _spool_pages(self) -> None:
         assert self._spool is not None
         checked = 0.0
-        ended = False
-        while not ended:
-            batch: list[Capture] = []
-            try:
-                item = self.queue.get(timeout=0.25)
-            except queue.Empty:
-                item = None
-            while item is not None:
-                if item is _END:
-                    ended = True
-                    break
-                assert isinstance(item, Capture)
-                batch.append(item)
-                if len(batch) >= 64:
-                    break
+        while True:
+            with self._arrived:
+                if not self._waiting and not self._ended:
+                    self._arrived.wait(0.25)
+                pages, batch = self._waiting, self._batch
+                self._waiting, self._batch = [], None
+                ended = self._ended
+            if pages:
                 try:
-                    item = self.queue.get_nowait()
-                except queue.Empty:
-                    item = None
-            if batch:
-                self._spool.add(batch)
-                self.spooled += len(batch)
+                    self._spool.add(pages)
+                except BaseException as exc:
+                    self._settle(batch, exc)
+                    raise
+                self.spooled += len(pages)
+                self.batches += 1
+            self._settle(batch, None)
             now = time.monotonic()
-            if now - checked >= 0.5 or ended:
+            if now - checked >= 0.5 or (ended and not pages):
                 checked = now
                 self.pending = self._spool.pending()
                 self._watch_writer()
+            if ended and not pages:
+                return
+
+    def _settle(self, batch: asyncio.Future[None] | None, error: BaseException | None) -> None:
+        """Wake the pages waiting for `batch`: one call into the event loop per transaction."""
+        if batch is None or self._loop is None:
+            return
+        failure = ArchiveError(f"cannot spool pages for the index: {error}") if error else None
+        with contextlib.suppress(RuntimeError):  # the loop is gone (the crawl ended)
+            self._loop.call_soon_threadsafe(_resolve, batch, failure)
 
     def _watch_writer(self) -> None:
         process = self._process
@@ -219,6 +240,15 @@ class IndexFeeder:
             process.stdin.flush()
             if word == "stop":
                 process.stdin.close()
+
+
+def _resolve(batch: asyncio.Future[None], failure: BaseException | None) -> None:
+    if batch.done():
+        return
+    if failure is None:
+        batch.set_result(None)
+    else:
+        batch.set_exception(failure)
 
 
 def _retire(process: subprocess.Popen[bytes]) -> None:

@@ -68,7 +68,7 @@ def warc_time(date: str) -> str:
     return digits.ljust(14, "0")[:14]
 
 
-def _media_type(raw: str | None) -> tuple[str, str | None]:
+def media_type(raw: str | None) -> tuple[str, str | None]:
     if not raw:
         return "", None
     message = Message()
@@ -116,7 +116,7 @@ def _capture(
         status = int(record.http_headers.get_statuscode())
     except (TypeError, ValueError):
         return None
-    media, charset = _media_type(record.http_headers.get_header("Content-Type"))
+    media, charset = media_type(record.http_headers.get_header("Content-Type"))
     if media not in INDEXED_TYPES:
         return None
     url = record.rec_headers.get_header("WARC-Target-URI") or ""

@@ -62,6 +62,10 @@ class Spool:
     def delete_upto(self, last_id: int) -> None:
         self._db.execute("DELETE FROM pending WHERE id <= ?", (last_id,))
 
+    def captured(self) -> list[tuple[str, str]]:
+        """(url, capture time) of every waiting page, without reading their content."""
+        return [(str(u), str(t)) for u, t in self._db.execute("SELECT url, time FROM pending")]
+
     def pending(self) -> int:
         """Rows not yet committed to the index: cheap (two index look-ups), not a count."""
         low, high = self._db.execute("SELECT min(id), max(id) FROM pending").fetchone()
