@@ -114,6 +114,22 @@ def _print(results: SearchResults, archive: Path) -> None:
     type=click.FloatRange(0.1),
     help="Stop searching after this many seconds.",
 )
+@click.option("--site", default="", help="Only pages on this host (and its subdomains).")
+@click.option(
+    "--type", "content_type", default="", help="Only this content type (text/html), or family (text/)."
+)
+@click.option(
+    "--from",
+    "time_from",
+    default="",
+    help="Only pages captured at or after this UTC time (YYYY[MM[DD[hh[mm[ss]]]]]).",
+)
+@click.option(
+    "--to",
+    "time_to",
+    default="",
+    help="Only pages captured at or before this UTC time (same form, inclusive).",
+)
 def search_command(
     archive: Path,
     query: tuple[str, ...],
@@ -122,16 +138,30 @@ def search_command(
     as_json: bool,
     no_snippets: bool,
     time_limit: float,
+    site: str,
+    content_type: str,
+    time_from: str,
+    time_to: str,
 ) -> None:
     """Search the pages archived in ARCHIVE.
 
     QUERY: words (all must match), "a phrase", OR, NOT or -word, title:word,
-    url:word, site:HOST, prefix* .
+    url:word, site:HOST, prefix* .  With a filter (--site, --type, --from, --to),
+    QUERY may be '' to list every page that passes it.
     """
     _tolerant_output()
     text = _text_from_terminal(query)
     results = search(
-        _archive(archive), text, limit=limit, page=page, with_snippets=not no_snippets, time_limit=time_limit
+        _archive(archive),
+        text,
+        limit=limit,
+        page=page,
+        with_snippets=not no_snippets,
+        time_limit=time_limit,
+        site=site,
+        content_type=content_type,
+        time_from=time_from,
+        time_to=time_to,
     )
     if as_json:
         ascii_only = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") != "utf8"

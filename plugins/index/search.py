@@ -4,13 +4,23 @@
 -word, title:, url:, site:HOST, prefixes), bounds what could run away (a wildcard that
 expands to too many words, a search that runs too long), and returns ranked hits with
 HTML snippets that whoosh's highlighter has escaped, so they are safe to embed.
+
+Keyword filters (site, content type, capture-time range) restrict the documents the
+query is scored over, so the count and the pages are exact.  Each archive's index is
+opened once per process and its searcher reused until the index changes (a crawl's
+writer committed, or `reindex` swapped in a new index); searches of one archive take
+turns on it, which costs nothing under the GIL and keeps whoosh's readers single-threaded.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import re
+import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html import escape
@@ -18,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from whoosh import collectors, highlight, query
+from whoosh.idsets import BitSet
 from whoosh.qparser import (
     AndGroup,
     FieldAliasPlugin,
@@ -31,7 +42,15 @@ from archiver.errors import ArchiveError, ArchiverError
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
 from .spool import pending_in
-from .store import DAMAGE_ERRORS, MARKER, DamagedIndexError, damaged_message, index_root, open_index
+from .store import (
+    DAMAGE_ERRORS,
+    MARKER,
+    DamagedIndexError,
+    damaged_message,
+    index_root,
+    open_index,
+    whoosh_dir,
+)
 
 MAX_EXPANSION = 2_000
 """A wildcard or prefix may stand for at most this many distinct words."""
@@ -41,6 +60,11 @@ _OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
 _WORD = re.compile(r"[^\W_]+")
 _URL = re.compile(r"https?://\S+")
 _DANGLING = re.compile(r"^(?:(?:AND|OR)\s+)+|(?:\s+(?:AND|OR|NOT))+$")
+_DIGITS = re.compile(r"\d{0,14}")
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+-]*/(?:[a-z0-9][a-z0-9.+-]*)?")
+OPEN_ARCHIVES = 8
+"""Indexes kept open at once (least recently searched closed first)."""
+_FILTER_SETS = 32
 
 
 class EmptyIndexError(ArchiveError):
@@ -86,6 +110,68 @@ class SearchResults:
     elapsed: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which documents a query may match, whatever their score."""
+
+    site: str = ""
+    """A host: pages on it and on its subdomains."""
+    content_type: str = ""
+    """A media type (``text/html``), or a family ending in ``/`` (``text/``)."""
+    time_from: str = ""
+    """Earliest capture time, 14 digits UTC (inclusive)."""
+    time_to: str = ""
+    """Latest capture time, 14 digits UTC (inclusive)."""
+
+    @classmethod
+    def make(cls, site: str = "", content_type: str = "", time_from: str = "", time_to: str = "") -> Filters:
+        """Checked and normalized: a port, a scheme or a path around the host are dropped;
+        a time may be given to any precision (``2024``, ``202405``, ...)."""
+        host = _host(site) if site.strip() else ""
+        kind = content_type.strip().lower()
+        if kind and not _MEDIA_TYPE.fullmatch(kind):
+            raise QueryError(f"not a content type: {content_type!r} (such as text/html, or text/)")
+        start, end = time_from.strip(), time_to.strip()
+        for stamp in (start, end):
+            if not _DIGITS.fullmatch(stamp):
+                raise QueryError(f"not a capture time: {stamp!r} (up to 14 digits, YYYYMMDDhhmmss)")
+        start = start.ljust(14, "0") if start else ""
+        end = end.ljust(14, "9") if end else ""
+        if start and end and start > end:
+            raise QueryError(f"the time range is empty: {start} is after {end}")
+        return cls(host, kind, start, end)
+
+    def __bool__(self) -> bool:
+        return bool(self.site or self.content_type or self.time_from or self.time_to)
+
+    def query(self) -> Any:
+        parts: list[Any] = []
+        if self.site:
+            parts.append(query.Term("site", self.site))
+        if self.content_type.endswith("/"):
+            parts.append(query.Prefix("content_type", self.content_type))
+        elif self.content_type:
+            parts.append(query.Term("content_type", self.content_type))
+        if self.time_from or self.time_to:
+            parts.append(query.TermRange("time", self.time_from or None, self.time_to or None))
+        return parts[0] if len(parts) == 1 else query.And(parts)
+
+
+def _host(site: str) -> str:
+    text = site.strip().lower()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("/", 1)[0].split("@")[-1]
+    if text.startswith("["):
+        text = text[1:].split("]", 1)[0]
+    elif text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    text = text.strip(".")
+    if not text or any(ch.isspace() for ch in text):
+        raise QueryError(f"not a host name: {site!r}")
+    return text
+
+
 def search(
     archive: Path | str,
     query_text: str,
@@ -93,22 +179,122 @@ def search(
     page: int = 1,
     with_snippets: bool = True,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    *,
+    site: str = "",
+    content_type: str = "",
+    time_from: str = "",
+    time_to: str = "",
 ) -> SearchResults:
-    """Run `query_text` against the index of `archive`; raises an ArchiverError on bad input."""
+    """Run `query_text` against the index of `archive`; raises an ArchiverError on bad input.
+
+    `site`, `content_type`, `time_from` and `time_to` keep only the pages that pass them
+    (see `Filters`); with a filter, an empty `query_text` lists every page that passes.
+    Safe to call from several threads at once.
+    """
     started = time.monotonic()
     archive = Path(archive)
     if limit < 1 or page < 1:
         raise QueryError("--limit and --page must be at least 1")
-    if not query_text.strip():
+    filters = Filters.make(site, content_type, time_from, time_to)
+    if not query_text.strip() and not filters:
         raise QueryError("the query is empty")
-    ix = open_index(archive)
-    try:
-        with ix.searcher() as searcher:
-            return _run(archive, searcher, query_text, limit, page, with_snippets, time_limit, started)
-    except DAMAGE_ERRORS as exc:
-        raise DamagedIndexError(damaged_message(archive)) from exc
-    finally:
-        ix.close()
+    while True:
+        shared = _open(archive)
+        with shared.lock:
+            try:
+                searcher, fresh = shared.current()
+                return _run(archive, searcher, shared, query_text, filters, limit, page, with_snippets,
+                            time_limit, started)  # fmt: skip
+            except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
+                # a writer may have merged away a segment this searcher had not opened yet:
+                # open the index again once before calling it damaged
+                shared.close()
+                if fresh:
+                    raise DamagedIndexError(damaged_message(archive)) from exc
+
+
+class _Shared:
+    """One archive's open index and searcher, used by one thread at a time (`lock`)."""
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = archive
+        self.lock = threading.Lock()
+        self._ix: Any = None
+        self._searcher: Any = None
+        self._folder_id: int | None = None
+        self.filter_sets: OrderedDict[Filters, BitSet] = OrderedDict()
+
+    def current(self) -> tuple[Any, bool]:
+        """The searcher on the index as last committed; True when it was opened just now."""
+        try:
+            folder_id = whoosh_dir(self.archive).stat().st_ino
+        except FileNotFoundError:
+            folder_id = None
+        if self._searcher is not None and folder_id == self._folder_id:
+            if not self._searcher.up_to_date():
+                self._searcher = self._searcher.refresh()  # reuses the unchanged segments
+                self.filter_sets.clear()
+            return self._searcher, False
+        self.close()  # first use, or `reindex` put a new index in place
+        self._ix = open_index(self.archive)
+        self._searcher = self._ix.searcher()
+        self._folder_id = folder_id
+        return self._searcher, True
+
+    def filter_set(self, searcher: Any, filters: Filters) -> BitSet:
+        """The documents `filters` let through, remembered until the index changes."""
+        found = self.filter_sets.get(filters)
+        if found is None:
+            found = BitSet(searcher.docs_for_query(filters.query()), size=searcher.doc_count_all())
+            self.filter_sets[filters] = found
+            if len(self.filter_sets) > _FILTER_SETS:
+                self.filter_sets.popitem(last=False)
+        else:
+            self.filter_sets.move_to_end(filters)
+        return found
+
+    def close(self) -> None:
+        searcher, ix = self._searcher, self._ix
+        self._searcher = self._ix = self._folder_id = None
+        self.filter_sets.clear()
+        with contextlib.suppress(Exception):
+            if searcher is not None:
+                searcher.close()
+        with contextlib.suppress(Exception):
+            if ix is not None:
+                ix.close()
+
+
+_shared: OrderedDict[str, _Shared] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def _open(archive: Path) -> _Shared:
+    key = str(archive.resolve())
+    evicted: list[_Shared] = []
+    with _shared_lock:
+        shared = _shared.get(key)
+        if shared is None:
+            shared = _shared[key] = _Shared(archive)
+            while len(_shared) > OPEN_ARCHIVES:
+                evicted.append(_shared.popitem(last=False)[1])
+        else:
+            _shared.move_to_end(key)
+    for old in evicted:
+        with old.lock:
+            old.close()
+    return shared
+
+
+@atexit.register
+def close_all() -> None:
+    """Close every index opened by `search` (they are reopened on the next search)."""
+    with _shared_lock:
+        open_now = list(_shared.values())
+        _shared.clear()
+    for shared in open_now:
+        with shared.lock:
+            shared.close()
 
 
 def make_parser(schema: Any) -> MultifieldParser:
@@ -190,7 +376,9 @@ def _bound_expansions(q: Any, reader: Any, deadline: float) -> None:
 def _run(
     archive: Path,
     searcher: Any,
+    shared: _Shared,
     query_text: str,
+    filters: Filters,
     limit: int,
     page: int,
     with_snippets: bool,
@@ -206,10 +394,15 @@ def _run(
     if searcher.doc_count() == 0:
         waiting = f" ({pending:,} pages are waiting to be indexed)" if pending else ""
         raise EmptyIndexError(f"the search index of {archive} holds no pages yet{waiting}")
-    parsed = parse(searcher.schema, query_text)
+    parsed = parse(searcher.schema, query_text) if query_text.strip() else query.Every()
     deadline = started + time_limit
     _bound_expansions(parsed, searcher.reader(), deadline)
+    allowed = shared.filter_set(searcher, filters) if filters else None
+    if allowed is not None and not allowed:
+        parsed = query.NullQuery  # whoosh reads an empty filter set as "no filter"
     inner = searcher.collector(limit=page * limit, optimize=False)
+    if allowed is not None:
+        inner = _AllowedOnly(inner, allowed)
     timed = collectors.TimeLimitCollector(
         inner, timelimit=max(deadline - time.monotonic(), 0.05), use_alarm=False
     )
@@ -231,7 +424,7 @@ def _run(
         for hit in results_page:
             hits.append(_hit(hit, results_page.offset, patterns))
     suggestion = None
-    if total == 0:
+    if total == 0 and query_text.strip():
         suggestion = suggest(searcher, query_text)
     return SearchResults(
         query=query_text,
@@ -246,6 +439,17 @@ def _run(
         notes=notes,
         elapsed=time.monotonic() - started,
     )
+
+
+class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
+    """whoosh's FilterCollector filters in `collect_matches` only, which a TimeLimitCollector
+    around it never calls (it calls `collect`): this one filters in `collect` too."""
+
+    def collect(self, sub_docnum: int) -> Any:
+        if self.offset + sub_docnum not in self._allow:
+            self.filtered_count += 1
+            return None
+        return self.child.collect(sub_docnum)
 
 
 def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:

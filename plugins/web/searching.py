@@ -1,9 +1,8 @@
 """Full-text search over the served archives, through the index plugin's `search` API.
 
 Each archive has its own index; with several archives the best results of each are
-merged by score.  The index's query language filters by site (``site:HOST``); the
-content-type and date filters are applied here to the best `SCAN` matches, and the
-count then says so.  Titles and URLs come back from the index as the pages wrote them
+merged by score.  The site, content-type and date filters are the index's own, so the
+counts and the pages are exact.  Titles and URLs come back from the index as the pages wrote them
 and are escaped by the templates; the snippet is HTML the highlighter escaped, and
 `safe_snippet` checks that again before it is trusted, so a bug in one layer is not
 an injection.
@@ -77,7 +76,7 @@ class Results:
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     approximate: bool = False
-    """The filters were applied to the best `SCAN` matches only: `total` is a lower bound."""
+    """The search hit its time limit: `total` is a lower bound."""
 
     @property
     def pages(self) -> int:
@@ -92,25 +91,6 @@ class Filters:
     date_to: str = ""
     """Dates as 14-digit timestamps (``date_to`` inclusive, already padded with 9s)."""
 
-    @property
-    def post(self) -> bool:
-        """Whether some filter is applied here rather than by the index."""
-        return bool(self.content_type or self.date_from or self.date_to)
-
-    def accepts(self, hit: Any) -> bool:
-        kind = (hit.content_type or "").lower()
-        wanted = self.content_type.lower()
-        if wanted and not (kind == wanted or (wanted.endswith("/") and kind.startswith(wanted))):
-            return False
-        if self.date_from and hit.time < self.date_from:
-            return False
-        return not (self.date_to and hit.time > self.date_to)
-
-
-SCAN = 500
-"""How many of the best matches the content-type and date filters look through."""
-SNIPPET_PAGE = 50
-
 
 @dataclass
 class _Answer:
@@ -121,21 +101,12 @@ class _Answer:
     approximate: bool = False
 
 
-def query_text(query: str, site: str) -> str:
-    """The index query for `query` restricted to `site` (a host; a port is ignored)."""
-    if not site:
-        return query
-    host = site.split("/", 1)[0]
-    host = host.split("]", 1)[0].lstrip("[") if host.startswith("[") else host.rsplit(":", 1)[0]
-    return f"{query} site:{host}".strip()
-
-
-def _hit(raw: Any, archive: str, snippet: str | None = None) -> Hit:
+def _hit(raw: Any, archive: str) -> Hit:
     return Hit(
         url=raw.url,
         title=raw.title or "",
         time=raw.time or "",
-        snippet=safe_snippet(raw.snippet if snippet is None else snippet),
+        snippet=safe_snippet(raw.snippet),
         score=float(raw.score),
         host=raw.host or "",
         content_type=raw.content_type or "",
@@ -158,21 +129,18 @@ def _search_one(
     """This archive's hits for one page (`merging`: all hits up to that page)."""
     from ..index.search import search
 
-    first = 1 if merging else page
-    if not filters.post:
-        limit = page * per_page if merging else per_page
-        result = search(handle.folder, text, limit=limit, page=first)
-        hits = [_hit(h, handle.name) for h in result.hits]
-        return _Answer(hits, result.total, result.suggestion, _notes(result))
-    scan = search(handle.folder, text, limit=SCAN, page=1, with_snippets=False)
-    matched = [h for h in scan.hits if filters.accepts(h)]
-    shown = matched[: page * per_page] if merging else matched[(page - 1) * per_page : page * per_page]
-    snippets: dict[tuple[str, str], str] = {}
-    for snippet_page in sorted({(h.rank - 1) // SNIPPET_PAGE + 1 for h in shown}):
-        batch = search(handle.folder, text, limit=SNIPPET_PAGE, page=snippet_page)
-        snippets.update({(h.url, h.time): h.snippet for h in batch.hits})
-    hits = [_hit(h, handle.name, snippets.get((h.url, h.time), "")) for h in shown]
-    return _Answer(hits, len(matched), scan.suggestion, _notes(scan), approximate=scan.total > SCAN)
+    result = search(
+        handle.folder,
+        text,
+        limit=page * per_page if merging else per_page,
+        page=1 if merging else page,
+        site=filters.site,
+        content_type=filters.content_type,
+        time_from=filters.date_from,
+        time_to=filters.date_to,
+    )
+    hits = [_hit(h, handle.name) for h in result.hits]
+    return _Answer(hits, result.total, result.suggestion, _notes(result), approximate=result.timed_out)
 
 
 async def run_search(
@@ -181,10 +149,9 @@ async def run_search(
     """One page of results over `handles`; an archive whose index fails adds an error line."""
     started = time.perf_counter()
     results = Results(query=query, page=page, per_page=per_page)
-    text = query_text(query, filters.site)
     merging = len(handles) > 1
     answers = await asyncio.gather(
-        *(asyncio.to_thread(_search_one, h, text, page, per_page, filters, merging) for h in handles),
+        *(asyncio.to_thread(_search_one, h, query, page, per_page, filters, merging) for h in handles),
         return_exceptions=True,
     )
     merged: list[Hit] = []
@@ -199,8 +166,6 @@ async def run_search(
         results.approximate |= answer.approximate
         results.notes.extend(f"{handle.name}: {n}" if merging else n for n in answer.notes)
         suggestion = answer.suggestion
-        if suggestion and text != query and suggestion.endswith(text[len(query) :]):
-            suggestion = suggestion[: len(suggestion) - len(text) + len(query)]
         if suggestion and suggestion not in results.suggestions:
             results.suggestions.append(suggestion)
     if merging:

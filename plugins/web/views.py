@@ -71,9 +71,7 @@ async def search_page(request: web.Request) -> web.Response:
     results = None
     page = _page(request)
     if (q or site) and handles:
-        results = await run_search(
-            handles, q or f"site:{site}", page=page, per_page=PER_PAGE, filters=filters
-        )
+        results = await run_search(handles, q, page=page, per_page=PER_PAGE, filters=filters)
     params = {"q": q, "site": site, "type": ctype, "from": date_from, "to": date_to, "archive": archive}
     choices = list(TYPE_CHOICES)
     if ctype and ctype not in dict(choices):
