@@ -16,6 +16,7 @@ from urllib.parse import urldefrag, urlsplit
 from w3lib.url import canonicalize_url, safe_url_string
 
 ALLOWED_SCHEMES = ("http", "https")
+_HOST_CHARS_REFUSED = frozenset(" \t\r\n<>\"'\\{}|^`")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -55,11 +56,12 @@ def clean_url(url: str) -> str | None:
         port = parts.port
     except ValueError:
         return None
-    if parts.scheme.lower() not in ALLOWED_SCHEMES or not parts.hostname:
+    host = parts.hostname  # a property that parses the netloc again on each use
+    if parts.scheme.lower() not in ALLOWED_SCHEMES or not host:
         return None
     if port == 0:
         return None
-    if any(ch in parts.hostname for ch in " \t\r\n<>\"'\\{}|^`"):
+    if not _HOST_CHARS_REFUSED.isdisjoint(host):
         return None
     return url
 
