@@ -385,6 +385,7 @@ class RedisFrontier:
         self._renewer: asyncio.Task[None] | None = None
         self._pages = 0
         self._outage_since: float | None = None
+        self._closing = False
         self._lost: str | None = None
         self._last_counts = Counts()
 
@@ -421,11 +422,13 @@ class RedisFrontier:
         self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
 
     async def close(self) -> None:
-        if self._renewer is not None:
-            self._renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
-            self._renewer = None
+        self._closing = True
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.cancel()
+            # Bounded: a cancellation lost inside the client must not hold the crawl up;
+            # the renewer ends by itself once its call returns (`_closing`).
+            await asyncio.wait({renewer}, timeout=RELEASE_TIMEOUT)
         client, self._redis = self._redis, None
         if client is None:
             return
@@ -582,10 +585,10 @@ class RedisFrontier:
 
     async def _renew_forever(self) -> None:
         interval = self.lease_seconds / 3
-        while True:
+        while not self._closing:
             await asyncio.sleep(interval)
             client = self._redis
-            if client is None:
+            if client is None or self._closing:
                 return
             leases = list(self._held.values()) + [lease for _, lease in self._ready]
             self.round_trips.renew += 1
@@ -594,9 +597,11 @@ class RedisFrontier:
                     args=[self.prefix, self.worker, self._heartbeat(), *_flat(leases)], client=client
                 )
             except CONNECTION_ERRORS as exc:
-                if self._outage_since is None:
+                _honour_cancel()
+                if self._outage_since is None and not self._closing:
                     log.warning("could not renew %d leases in Redis: %s", len(leases), _reason(exc))
                 continue
+            _honour_cancel()
             if lost:
                 log.warning("%d leases expired before renewal; other workers will fetch them", len(lost))
 
@@ -620,6 +625,7 @@ class RedisFrontier:
             try:
                 result = await call(client)
             except CONNECTION_ERRORS as exc:
+                _honour_cancel()
                 now = time.monotonic()
                 if self._outage_since is None:
                     self._outage_since = now
@@ -644,6 +650,7 @@ class RedisFrontier:
             except redis_errors.ResponseError as exc:
                 where = redacted(self.url)
                 raise ArchiveError(f"the Redis frontier at {where} refused {what}: {exc}") from None
+            _honour_cancel()
             if self._outage_since is not None:
                 log.warning(
                     "Redis at %s answers again after %.1f s: crawling on",
@@ -662,6 +669,18 @@ def counts_from(totals: dict[str, str], leases: int, seen: int) -> Counts:
         failed=int(totals.get("failed", 0)),
         seen=int(seen),
     )
+
+
+def _honour_cancel() -> None:
+    """Raise CancelledError if this task was asked to stop.
+
+    The Redis client may turn a cancellation that lands mid-command into a connection
+    error or a normal return; without this check a cancelled caller would go on (a
+    renewal loop that never ends, a retry loop during Ctrl-C).
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _flat(leases: Sequence[Lease]) -> list[str]:
