@@ -219,3 +219,18 @@ async def test_crawl_through_redis_matches_a_memory_crawl(
         assert client.zcard("archiver:{one}:leases") == 0
     finally:
         client.close()
+
+
+async def test_close_while_a_renewal_is_in_flight_returns(redis_server: RedisServer) -> None:
+    """Regression: a cancellation landing inside the client's call used to be swallowed,
+    so the renewal loop went on and `close()` waited for it forever."""
+    config = load_config(None, {"frontier": redis_server.url, "crawl_id": "c", "lease_seconds": 1.0})
+    for i in range(60):
+        frontier = RedisFrontier(config)
+        frontier.lease_seconds = 0.003  # renew every millisecond: close() often lands mid-call
+        await frontier.open()
+        await asyncio.sleep(0.001 * (i % 15))
+        renewer = frontier._renewer
+        await asyncio.wait_for(frontier.close(), 5)
+        await asyncio.sleep(0)
+        assert renewer is not None and renewer.done()
