@@ -6,7 +6,6 @@ becomes 130 (SIGTERM 143) after the crawl has flushed what it had.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import logging
@@ -15,7 +14,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,6 +24,12 @@ from .crawllog import build_report
 from .errors import ArchiverError
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Crawl
+
+if TYPE_CHECKING:
+    import asyncio
+
+# Every command starts here, so only what building the command line needs is imported at
+# the top: the crawl engine (asyncio, aiohttp) is imported by the commands that crawl.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -212,6 +217,8 @@ def crawl(
 
 
 def _run(config: Any, pm: Any, show_bar: bool) -> Crawl:
+    import asyncio
+
     from .crawler import run_crawl
 
     async def main() -> Crawl:

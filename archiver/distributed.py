@@ -30,24 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
-import redis
 
 from .archive import CONFIG_NAME, dump_toml
 from .config import Config, flatten_tables, load_config
 from .crawllog import LOG_NAME, REPORT_NAME, build_report
 from .errors import ArchiveError, UsageError
-from .frontier_redis import (
-    CONNECT_TIMEOUT,
-    CONNECTION_ERRORS,
-    FrontierUnavailableError,
-    counts_from,
-    prefix_for,
-    redacted,
-)
 from .lock import ArchiveLock, is_locked, read_holder
 
 if TYPE_CHECKING:
     from .status import ArchiveStatus
+
+# redis (and the Redis frontier) are imported by the functions that talk to Redis: the
+# command line imports this module for `worker` and `merge`, and every command would
+# otherwise pay for the redis client at start-up.
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +61,17 @@ def is_shared(frontier: str) -> bool:
 
 def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str, Any]:
     """A crawl's configuration and totals, with a blocking client (callable from any context)."""
+    import redis
+
+    from .frontier_redis import (
+        CONNECT_TIMEOUT,
+        CONNECTION_ERRORS,
+        FrontierUnavailableError,
+        counts_from,
+        prefix_for,
+        redacted,
+    )
+
     client = redis.Redis.from_url(
         url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT, decode_responses=True
     )
@@ -96,6 +102,8 @@ def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str, Any]
 
 def shared_config(url: str, crawl_id: str, overrides: dict[str, Any]) -> Config:
     """The configuration the crawl `crawl_id` stored in Redis, with this worker's overrides."""
+    from .frontier_redis import redacted
+
     found = _read(url, crawl_id)
     if found["config"] is None:
         raise UsageError(
@@ -122,6 +130,7 @@ def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
 
 def shared_status(archive: Path, config: dict[str, Any], status: ArchiveStatus) -> ArchiveStatus:
     """Fill `status` of a worker's archive with the whole shared crawl's progress."""
+    from .frontier_redis import FrontierUnavailableError, redacted
     from .status import COMPLETE, RESUMABLE, RUNNING
 
     crawl = config.get("crawl", {})

@@ -9,21 +9,30 @@ the `archive_status` hook (the index plugin reports how far the index lags).
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .archive import CONFIG_NAME
 from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
-from .frontier import Counts
-from .frontier_sqlite import STATE_NAME, read_counts
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 
+if TYPE_CHECKING:
+    from .frontier import Counts
+
+# The frontiers (and asyncio under them) are imported when a status is read: the command
+# line imports this module for `status`, and every command would pay for them at start-up.
+
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
+
+
+def _counts() -> Counts:
+    from .frontier import Counts
+
+    return Counts()
 
 
 @dataclass
@@ -32,7 +41,7 @@ class ArchiveStatus:
 
     archive: Path
     state: str
-    counts: Counts = field(default_factory=Counts)
+    counts: Counts = field(default_factory=_counts)
     frontier: str = "sqlite"
     holder: Holder | None = None
     stale_lock: bool = False
@@ -63,6 +72,10 @@ def _report_complete(archive: Path) -> bool | None:
 
 def archive_status(archive: Path) -> ArchiveStatus:
     """Inspect `archive`; an absent folder is `new`, a folder that is no archive an error."""
+    import sqlite3
+
+    from .frontier_sqlite import STATE_NAME, read_counts
+
     if not archive.exists():
         return ArchiveStatus(archive, NEW)
     if not archive.is_dir():
@@ -90,17 +103,17 @@ def archive_status(archive: Path) -> ArchiveStatus:
     shared = saved_shared_crawl(archive)
     if shared is not None:
         state = RUNNING if running else NOT_RESUMABLE
-        status = ArchiveStatus(archive, state, Counts(), "redis", holder, stale)
+        status = ArchiveStatus(archive, state, _counts(), "redis", holder, stale)
         return shared_status(archive, shared, status)
     if running:
-        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
+        return ArchiveStatus(archive, RUNNING, _counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
         if any(p.name != LOCK_NAME for p in archive.iterdir()):
             raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
         return ArchiveStatus(archive, NEW)
     # A crawl with the memory frontier leaves no state: only its report can tell.
     state = COMPLETE if _report_complete(archive) else NOT_RESUMABLE
-    return ArchiveStatus(archive, state, Counts(), "memory", holder, stale)
+    return ArchiveStatus(archive, state, _counts(), "memory", holder, stale)
 
 
 def _describe(status: ArchiveStatus) -> str:

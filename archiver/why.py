@@ -10,23 +10,24 @@ per-host budget, max_pages) depend on the crawl's history: only the log can tell
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
 
 from .config import Config, load_config
 from .errors import FetchError, UsageError
-from .frontier import Item
-from .guard import AddressGuard
 from .model import LinkKind, Page
-from .robots import RobotsCache, RobotsEntry, agent_token, origin_of, saved_robots
-from .traps import repeated_segment
-from .urls import Scope, canonical_key, clean_url
+
+if TYPE_CHECKING:
+    from .robots import RobotsEntry
+
+# The rules (robots.txt, URL canonicalization, the address guard) are imported by the
+# functions that apply them: the command line imports this module for `why` and must
+# start fast for every command.
 
 
 @dataclass
@@ -57,6 +58,11 @@ def explain(
     `robots` maps origins to what their robots.txt said; None means robots.txt is not
     consulted (`--ignore-robots`), a missing origin means it was never fetched.
     """
+    from .guard import AddressGuard
+    from .robots import agent_token, origin_of
+    from .traps import repeated_segment
+    from .urls import Scope, canonical_key, clean_url
+
     steps: list[Step] = []
     cleaned = clean_url(url)
     if cleaned is None:
@@ -132,6 +138,8 @@ def _verdict(url: str, steps: list[Step], logged: dict[str, Any] | None) -> Expl
 
 def find_in_log(archive: Path, url: str) -> dict[str, Any] | None:
     """The last crawl-log record for `url` (compared by canonical form)."""
+    from .urls import canonical_key
+
     path = archive / "crawl-log.jsonl"
     if not path.is_file():
         return None
@@ -190,6 +198,8 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
     reason), then each rule of the saved configuration applied to it, robots.txt
     included, as the crawl fetched it.
     """
+    from .robots import agent_token, saved_robots
+
     config_path = archive / "crawl.toml"
     if not config_path.is_file():
         raise UsageError(f"{archive} is not an archive (no crawl.toml)")
@@ -205,7 +215,9 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
 async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]:
     """Fetch the robots.txt of each URL's origin now (for `--dry-run`), archiving nothing."""
     from .fetcher import default_headers, fetch, open_session
+    from .frontier import Item
     from .politeness import HostLimiter
+    from .robots import RobotsCache
 
     limiter = HostLimiter(config.replace(delay=0.0))
     async with open_session(config) as session:
@@ -228,6 +240,10 @@ async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]
 
 def dry_run(config: Config) -> str:
     """What a crawl with `config` would do with its roots, without writing anything."""
+    import asyncio
+
+    from .urls import clean_url
+
     roots = [url for url in (clean_url(r) for r in config.roots) if url is not None]
     robots = asyncio.run(live_robots(config, roots)) if config.robots else None
     delay = "auto (robots.txt Crawl-delay, else 0.25 s)" if config.delay < 0 else f"{config.delay:g} s"

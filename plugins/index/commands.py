@@ -8,13 +8,20 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from archiver.errors import UsageError
 
-from .search import DEFAULT_TIME_LIMIT, SearchResults, search
-from .store import DEFAULT_MAX_CHARS
+if TYPE_CHECKING:
+    from .search import SearchResults
+
+# whoosh is imported when a command runs, not when the command line is built (every
+# command would pay for it at start-up); so these defaults repeat search.DEFAULT_TIME_LIMIT
+# and store.DEFAULT_MAX_CHARS (tests/test_startup.py checks that they agree).
+DEFAULT_TIME_LIMIT = 5.0
+DEFAULT_MAX_CHARS = 200_000
 
 _MATCH = re.compile(r'<b class="match[^"]*">(.*?)</b>', re.S)
 _TAG = re.compile(r"<[^>]+>")
@@ -149,6 +156,8 @@ def search_command(
     url:word, site:HOST, prefix* .  With a filter (--site, --type, --from, --to),
     QUERY may be '' to list every page that passes it.
     """
+    from .search import search
+
     _tolerant_output()
     text = _text_from_terminal(query)
     results = search(

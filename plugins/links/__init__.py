@@ -19,7 +19,6 @@ from archiver.model import HTML_TYPES, XML_TYPES
 
 from .collector import LinkCollector
 from .css import css_links
-from .html import parsed_links
 from .nesting import exceeds_budget
 from .resolve import Resolver
 from .tokens import tokenized_links
@@ -82,6 +81,9 @@ def find_links(
                 stats["nesting_fallback"] = stats.get("nesting_fallback", 0) + 1
             tokenized_links(text, out)
         else:
+            # Imported here: every command line loads this plugin, only a crawl parses HTML.
+            from .html import parsed_links
+
             parsed_links(text, out)
     elif doc_type == CSS:
         css_links(text, out)

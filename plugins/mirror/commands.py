@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .export import FORMATS, ExportOptions, ExportResult, export_mirror
-from .plan import check_timestamp
+if TYPE_CHECKING:
+    from .export import ExportResult
 
 __all__ = ["add_commands"]
 
+# The exporter (and the WARC reader under it) is imported when `export` runs, not when the
+# command line is built; its formats are repeated here for the option's choices.
+FORMATS = ("dir", "zip", "wacz")
 _SUFFIX_FORMATS = {".zip": "zip", ".wacz": "wacz"}
 
 
@@ -63,6 +67,9 @@ def add_commands(cli: click.Group) -> None:
         packs the WARC files, index and page list as a WACZ for ReplayWeb.page/pywb.
         Links that could not be made local are listed in DIR/export-report.json.
         """
+        from .export import ExportOptions, export_mirror
+        from .plan import check_timestamp
+
         options = ExportOptions(
             format=_format_for(output, fmt),
             timestamp=check_timestamp(timestamp) if timestamp else None,

@@ -7,8 +7,10 @@ The reader API other plugins use is in reader.py (`open_archive`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
@@ -17,18 +19,42 @@ from archiver.config import Config
 from archiver.hookspecs import hookimpl
 
 from .commands import register
-from .reader import Capture, StoredResponse, WarcArchive, open_archive
 from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
 from .settings import parse_settings
-from .writer import WarcWriter
+
+if TYPE_CHECKING:
+    from .reader import Capture, StoredResponse, WarcArchive, open_archive
+    from .writer import WarcWriter
 
 __all__ = ["Capture", "StoredResponse", "WarcArchive", "WarcWriter", "open_archive"]
+
+# Every command line loads this plugin; the reader and the writer (warcio, decoders,
+# compressors) load on first use instead.
+_LAZY = {
+    "Capture": ".reader",
+    "StoredResponse": ".reader",
+    "WarcArchive": ".reader",
+    "open_archive": ".reader",
+    "WarcWriter": ".writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 WRITER_NAME = "warc-writer"
 
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    from .writer import WarcWriter
+
     settings = parse_settings(config.plugin("warc"))
     old = pm.get_plugin(WRITER_NAME)
     if old is not None:

@@ -10,8 +10,8 @@ import click
 
 from archiver.errors import ArchiveError, UsageError
 
-from .reader import open_archive
-from .verify import truncate_to_last_good, verify_file
+# The reader and the verifier are imported when a command runs: building the command line
+# must not load warcio and the decoders.
 
 _WARC_NAMES = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
 
@@ -50,6 +50,8 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
     printed with its file, byte offset and record; the exit status is 1 when any
     fault was found.
     """
+    from .verify import truncate_to_last_good, verify_file
+
     files = warc_files(paths)
     if not files:
         raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
@@ -79,6 +81,8 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
+    from .reader import open_archive
+
     if not archive.exists():
         raise UsageError(f"no such archive: {archive}")
     for capture in open_archive(archive).iter_captures():

@@ -10,18 +10,20 @@ here is whole.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver.errors import ArchiveError
 from archiver.hookspecs import hookimpl
 from archiver.model import Crawl, Page
-from archiver.urls import canonical_key
 
-from .cdxj import WARC_SUFFIXES
-from .reader import StoredResponse, WarcArchive, open_archive
+if TYPE_CHECKING:
+    from .reader import StoredResponse
+
+# The plugin package imports this module for its hook whenever the command line starts;
+# the WARC reader (warcio, decoders) is imported only when a resumed crawl asks.
 
 MTIME_SLACK = 2.0
 """Seconds allowed for file-system timestamp granularity and clock steps."""
@@ -29,11 +31,18 @@ MTIME_SLACK = 2.0
 
 @hookimpl
 async def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
+    import asyncio
+
     return await asyncio.to_thread(find_archived, crawl.archive / "warc", urls, since)
 
 
 def find_archived(folder: Path, urls: Sequence[str], since: float) -> list[Page]:
     """A `Page` for each of `urls` with a response or revisit stored at or after `since`."""
+    from archiver.urls import canonical_key
+
+    from .cdxj import WARC_SUFFIXES
+    from .reader import WarcArchive, open_archive
+
     if not urls or not folder.is_dir():
         return []
     wanted = {canonical_key(url) for url in urls}

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from aiohttp import web
 
 from archiver.errors import UsageError
 
-from .app import is_loopback, make_app
-from .library import Library
+if TYPE_CHECKING:
+    from .library import Library
+
+# The web application (asyncio, aiohttp, templates) is imported when `serve` runs, not when the
+# command line is built: every other command would pay for it at start-up.
 
 DEFAULT_PORT = 8480
 
@@ -26,6 +28,12 @@ def url_for(host: str, port: int) -> str:
 
 async def serve_forever(library: Library, host: str, port: int, *, quiet: bool = False) -> None:
     """Listen until SIGINT or SIGTERM, then close connections and return."""
+    import asyncio
+
+    from aiohttp import web
+
+    from .app import make_app
+
     app = make_app(library, host=host)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
@@ -75,6 +83,11 @@ def add_commands(cli: click.Group) -> None:
         rewritten to stay inside the archive; nothing is fetched from the live web.  Works
         while a crawl is still writing the archive.
         """
+        import asyncio
+
+        from .app import is_loopback
+        from .library import Library
+
         library = Library.open(list(archives))
         if not is_loopback(host):
             click.echo(
