@@ -7,7 +7,6 @@ the crawl runs) and ``archiver reindex`` rebuilds it from WARC files.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC
 from pathlib import Path
@@ -16,16 +15,17 @@ from typing import TYPE_CHECKING, Any
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
-from .extract import is_indexable
-from .feeder import IndexFeeder, Options
-from .store import Capture
-
 if TYPE_CHECKING:
     import click
     import pluggy
 
     from archiver.config import Config
     from archiver.model import Crawl, Link, Page
+
+    from .feeder import IndexFeeder, Options
+
+# Every command line loads this plugin: whoosh, selectolax and asyncio are imported by the
+# hooks that use them (once a crawl starts), not here.
 
 FEEDER_KEY = "index.feeder"
 
@@ -40,6 +40,8 @@ _KEYS: dict[str, tuple[type, float]] = {
 
 def parse_options(table: Mapping[str, Any]) -> Options:
     """Check `[plugins.index]`; a typo or a bad value names the key."""
+    from .feeder import Options
+
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key == "enabled":
@@ -75,6 +77,10 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
 
 @hookimpl(trylast=True)  # after the WARC writer closed the files a killed run left open
 async def crawl_started(crawl: Crawl) -> None:
+    import asyncio
+
+    from .feeder import IndexFeeder
+
     archive = Path(crawl.archive)
     feeder = IndexFeeder(archive, parse_options(crawl.plugin_config("index")))
     if crawl.resumed:
@@ -91,6 +97,9 @@ async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     feeder: IndexFeeder | None = crawl.extra.get(FEEDER_KEY)
     if feeder is None:
         return
+    from .extract import is_indexable  # loaded by crawl_started: a lookup in sys.modules
+    from .store import Capture
+
     if is_indexable(page.status, page.content_type) and page.content:
         await feeder.put(
             Capture(
@@ -108,6 +117,8 @@ async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
 
 @hookimpl
 async def crawl_finished(crawl: Crawl) -> None:
+    import asyncio
+
     feeder: IndexFeeder | None = crawl.extra.pop(FEEDER_KEY, None)
     if feeder is None:
         return
