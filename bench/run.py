@@ -95,11 +95,22 @@ def canonical(url: str, origin: str) -> str:
 
 
 def compare(urls: dict[str, int | None], expected: dict[str, Any], origin: str) -> dict[str, Any]:
-    """How a fetched set differs from what the site holds, after canonicalization."""
-    got = {canonical(u, origin) for u in urls}
-    want = {canonical(origin + u, origin) for u in expected["urls"]}
+    """How a fetched set differs from what the site holds, after canonicalization.
+
+    A status other than the site's (a page answered 404, a 301 answered 404) is counted apart:
+    it is the server failing, and the URLs only such pages link to then show up as missing.
+    """
+    got_status = {canonical(u, origin): status for u, status in urls.items()}
+    got = set(got_status)
+    want_status = {canonical(origin + u, origin): v["status"] for u, v in expected["urls"].items()}
+    want = set(want_status)
     missing = sorted(want - got)
     extra = sorted(got - want)
+    wrong = sorted(
+        f"{u} {want_status[u]} -> {got_status[u]}"
+        for u in got & want
+        if got_status[u] is not None and got_status[u] != want_status[u]
+    )
     css_only = set(expected["css_only"])
     srcset = {u for u in want if "@2x." in u}
     return {
@@ -111,6 +122,8 @@ def compare(urls: dict[str, int | None], expected: dict[str, Any], origin: str) 
         "missing_srcset": len([u for u in missing if u in srcset]),
         "missing_examples": missing[:10],
         "extra_examples": extra[:10],
+        "wrong_status": len(wrong),
+        "wrong_status_examples": wrong[:10],
     }
 
 
@@ -159,6 +172,7 @@ def run_tool(
         env["ARCHIVER_LOOP"] = loop
     log(f"{tool.name}: {' '.join(command)}")
     server_cpu = nginx.cpu_seconds()
+    server_log_start = len(nginx.error_log())
     measured = run_measured(
         command,
         timeout=timeout,
@@ -168,6 +182,9 @@ def run_tool(
         env=env,
     )
     server_cpu = nginx.cpu_seconds() - server_cpu
+    server_errors = server_error_lines(nginx.error_log()[server_log_start:])
+    if server_errors:
+        log(f"{tool.name}: nginx logged {len(server_errors)} errors, first: {server_errors[0]}")
     stdout = (out / "stdout").read_text(errors="replace")
     stderr = (out / "stderr").read_text(errors="replace")
     if (
@@ -195,6 +212,8 @@ def run_tool(
         command=command,
         ok=ok,
         server_cpu_seconds=round(server_cpu, 2),
+        server_errors=len(server_errors),
+        server_error_examples=server_errors[:5],
         frontier=frontier if tool.family == "archiver" else None,
         event_loop=event_loop(loop) if tool.family == "archiver" else None,
         stderr_tail=stderr[-1500:] if not ok else "",
@@ -206,6 +225,11 @@ def run_tool(
         f"({row['pages_per_second']:.0f}/s), exit {measured.returncode}"
     )
     return row
+
+
+def server_error_lines(text: str) -> list[str]:
+    """nginx's error-log lines at `crit` or worse: a server failing (EMFILE, ...), not a crawler."""
+    return [line for line in text.splitlines() if re.search(r"\[(crit|alert|emerg)\]", line)]
 
 
 def event_loop(loop: str) -> str:
@@ -280,7 +304,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             urls = "FAILED" + (" (timeout)" if row["timed_out"] else f" (exit {row['returncode']})")
         elif not check:
             urls = "n/a (fixed list)"
-        elif check["missing"] == 0 and check["extra"] == 0:
+        elif check["missing"] == 0 and check["extra"] == 0 and not check.get("wrong_status"):
             urls = "= expected"
         else:
             parts = []
@@ -293,6 +317,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
                 parts.append(f"-{check['missing']}" + (f" ({', '.join(why)})" if why else ""))
             if check["extra"]:
                 parts.append(f"+{check['extra']}")
+            if check.get("wrong_status"):
+                parts.append(f"{check['wrong_status']} with another status")
             urls = " ".join(parts)
         cpu = row["cpu_seconds_per_1000_pages"]
         lines.append(
