@@ -24,8 +24,9 @@ DESCRIPTORS = 512
 """The hard and soft limit of the process that starts nginx, far below FILES."""
 
 _LIMITED_SERVER = (
-    "import resource, sys\n"
+    "import resource, signal, sys\n"
     "resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it\n"
     "from bench.server import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
