@@ -1,9 +1,9 @@
 """Turn one `Page` into WARC records (request, response or revisit, metadata), serialized.
 
 Pure functions, run in a worker thread: building a record computes digests and the
-gzip member, which is the real cost of archiving.  Records are serialized here exactly
-as warcio's writer would (`record_bytes`; warcio's general machinery cost ~250 us a
-page), with the HTTP header block stored as the bytes received.
+gzip member, which is the real cost of archiving.  warcio does the serialization; we
+hand it the HTTP header block as bytes so it is stored as received (warcio would
+otherwise re-encode non-ASCII header values).
 
 What is stored, and why:
 
@@ -25,16 +25,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
+import io
 import logging
 import socket
-import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
+from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date, iso_date_to_timestamp
+from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
 from archiver.model import Link, Page
@@ -93,6 +96,21 @@ class PageRecords:
     @property
     def size(self) -> int:
         return sum(len(r.data) for r in self.records)
+
+
+class _RawHttpHeaders(StatusAndHeaders):  # type: ignore[misc]
+    """HTTP headers whose serialized form is fixed: the bytes as received."""
+
+    def __init__(self, statusline: str, headers: list[tuple[str, str]], raw: bytes) -> None:
+        super().__init__(statusline, headers, protocol="")
+        self._raw = raw
+        self.headers_buff = raw
+
+    def compute_headers_buffer(self, header_filter: Any = None) -> None:
+        self.headers_buff = self._raw
+
+    def __bool__(self) -> bool:
+        return True  # warcio tests truthiness to decide whether a record has HTTP headers
 
 
 def payload_digest(body: bytes) -> str:
@@ -154,81 +172,25 @@ def request_line(page: Page) -> str:
     return f"{page.method} {target} {page.http_version}"
 
 
-def _sha1(*parts: bytes) -> str:
-    digest = hashlib.sha1()
-    for part in parts:
-        digest.update(part)
-    return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")
-
-
-_DEFAULT_CONTENT_TYPES = {
-    "warcinfo": "application/warc-fields",
-    "response": "application/http; msgtype=response",
-    "revisit": "application/http; msgtype=response",
-    "request": "application/http; msgtype=request",
-    "metadata": "application/warc-fields",
-}
-
-
-def record_bytes(
-    uri: str,
-    record_type: str,
-    record_id: str,
-    headers: Mapping[str, str],
-    block: bytes = b"",
-    http: bytes | None = None,
-    content_type: str = "",
-) -> bytes:
-    """One WARC record, byte for byte as warcio's `WARCWriter` writes it, at a fraction of the cost.
-
-    `http` is the HTTP header block stored before `block` (request, response, revisit);
-    a revisit keeps only it.  The header order is warcio's: record ID, the given headers,
-    type, target URI, a computed payload digest (request, metadata), block digest,
-    content type, length.  tests/test_warc_records.py holds it to warcio's output.
-    """
-    fields = [("WARC-Record-ID", record_id), *headers.items(), ("WARC-Type", record_type)]
-    if uri:
-        fields.append(("WARC-Target-URI", uri))
-    if "WARC-Payload-Digest" not in headers and record_type not in ("warcinfo", "revisit"):
-        fields.append(("WARC-Payload-Digest", _sha1(block)))
-    revisit = record_type == "revisit"
-    if http is None:
-        fields.append(("WARC-Block-Digest", _sha1(block)))
-        length = len(block)
-    else:
-        fields.append(("WARC-Block-Digest", _sha1(http) if revisit else _sha1(http, block)))
-        length = len(http) + (0 if revisit else len(block))
-    fields.append(
-        ("Content-Type", content_type or _DEFAULT_CONTENT_TYPES.get(record_type, "application/warc-record"))
-    )
-    fields.append(("Content-Length", str(length)))
-    head = (
-        WARC_VERSION + "\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"
-    ).encode()
-    if http is None:
-        return b"".join((head, block, b"\r\n\r\n"))
-    if revisit:
-        return b"".join((head, http, b"\r\n\r\n"))
-    return b"".join((head, http, block, b"\r\n\r\n"))
-
-
-def gzip_member(data: bytes, level: int) -> bytes:
-    """`data` as one gzip member: a record of a .warc.gz file."""
-    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    return compressor.compress(data) + compressor.flush()
-
-
 class RecordMaker:
     """Builds serialized records; one per writer, used from worker threads."""
 
     def __init__(self, gzip: bool, gzip_level: int) -> None:
         self.gzip = gzip
         self.gzip_level = gzip_level
+        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version=WARC_VERSION)
 
     # -- serialization ---------------------------------------------------------------
 
-    def _serialize(self, data: bytes) -> bytes:
-        return gzip_member(data, self.gzip_level) if self.gzip else data
+    def _serialize(self, record: Any) -> bytes:
+        buffer = io.BytesIO()
+        writer = WARCWriter(buffer, gzip=False, warc_version=WARC_VERSION)
+        writer.write_record(record)
+        data = buffer.getvalue()
+        if not self.gzip:
+            return data
+        compressor = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        return compressor.compress(data) + compressor.flush()
 
     def _record(
         self,
@@ -239,10 +201,22 @@ class RecordMaker:
         http: bytes | None = None,
         headers: Mapping[str, str],
         content_type: str = "",
-    ) -> tuple[bytes, str]:
-        record_id = f"<urn:uuid:{uuid.uuid4()}>"
-        data = record_bytes(uri, record_type, record_id, headers, block, http, content_type)
-        return data, record_id
+    ) -> tuple[Any, str]:
+        record_id = self._builder._make_warc_id()
+        warc_headers = {"WARC-Record-ID": record_id, **headers}
+        http_headers = None
+        if http is not None:
+            http_headers = _RawHttpHeaders("", [], http)
+        record = self._builder.create_warc_record(
+            uri,
+            record_type,
+            payload=io.BytesIO(block),
+            length=len(block),
+            warc_content_type=content_type,
+            warc_headers_dict=warc_headers,
+            http_headers=http_headers,
+        )
+        return record, record_id
 
     # -- records ---------------------------------------------------------------------
 
