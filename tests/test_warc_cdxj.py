@@ -85,3 +85,47 @@ async def test_cdxj_matches_cdxj_indexer(tmp_path: Path) -> None:
     assert ours == reference_lines(warc, tmp_path)
     assert sort_lines(index_warc(warc)) == ours  # the rebuild path agrees too
     assert len(ours) == len(pages)
+
+
+def test_sort_in_runs_matches_sorting_in_memory(tmp_path: Path) -> None:
+    from archiver_plugins.warc.capture import Capture
+    from archiver_plugins.warc.cdxj import sort_cdxj_file
+
+    captures = [
+        Capture(f"http://h{i % 7}.example/{u}/{i}", f"2024010112{i % 60:02d}00", 200, "text/html",
+                "sha1:X", 100 + i, 1000 * i, "f.warc.gz")
+        for i in range(500) for u in ("a", "é", "z~", "A")
+    ]  # fmt: skip
+    source = tmp_path / "f.cdxj.open"
+    source.write_text("".join(c.to_cdxj() + "\n" for c in captures), encoding="utf-8")
+    for chunk in (1, 4096, 10**9):  # a run per line, several runs, one run
+        target = tmp_path / f"sorted-{chunk}.cdxj"
+        sort_cdxj_file(source, target, chunk_bytes=chunk)
+        assert target.read_text(encoding="utf-8").splitlines(keepends=True) == sort_lines(captures)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "f.cdxj.open", "sorted-1.cdxj", "sorted-1000000000.cdxj", "sorted-4096.cdxj"
+    ]  # fmt: skip
+
+
+async def test_crashed_runs_line_files_are_dropped(tmp_path: Path) -> None:
+    crawl = Crawl(config=Config(), archive=tmp_path, roots=())
+    writer = WarcWriter(WarcSettings())
+    await writer.crawl_started(crawl=crawl)
+    await writer.page_fetched(
+        page=Page(url="http://127.0.0.1:8080/", status=200, body=b"a"), links=[], crawl=crawl
+    )
+    await writer.crawl_finished(crawl=crawl)
+    folder = tmp_path / "warc"
+    (warc,) = folder.glob("*.warc.gz")
+    # killed while closing: the WARC file renamed, its CDXJ not yet sorted
+    cdxj_path_for(warc).rename(folder / (cdxj_path_for(warc).name + ".open"))
+    # killed while writing: a WARC file and its line file both still open, lines behind
+    crashed = folder / "x-20200101000000000-00000-h-1.warc.gz.open"
+    crashed.write_bytes(warc.read_bytes())
+    (folder / "x-20200101000000000-00000-h-1.cdxj.open").write_text("")
+    writer = WarcWriter(WarcSettings())
+    await writer.crawl_started(crawl=crawl)
+    await writer.crawl_finished(crawl=crawl)
+    assert not list(folder.glob("*.open"))
+    for path in folder.glob("*.warc.gz"):
+        assert cdxj_path_for(path).read_text() == "".join(sort_lines(index_warc(path)))

@@ -280,8 +280,11 @@ async def test_file_is_open_while_written_and_readable(tmp_path: Path) -> None:
     writer = WarcWriter(WarcSettings())
     await writer.crawl_started(crawl=crawl)
     await writer.page_fetched(page=page(), links=[], crawl=crawl)
-    (open_file,) = (tmp_path / "warc").iterdir()
+    open_file, lines = sorted((tmp_path / "warc").iterdir(), key=lambda p: p.name[-9:])
     assert open_file.name.endswith(".warc.gz.open")
+    # its CDXJ lines are on disk as they are written, sorted when the file closes
+    assert lines.name == open_file.name.replace(".warc.gz.open", ".cdxj.open")
+    assert len(lines.read_text().splitlines()) == 1
     # page_fetched returned: the records are in the file already
     assert [c.url for c in open_archive(tmp_path).iter_captures()] == [ROOT]
     await writer.crawl_finished(crawl=crawl)

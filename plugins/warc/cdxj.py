@@ -5,12 +5,16 @@ The lines are the ones ``cdxj-indexer`` writes and pywb reads::
     com,example)/a 20240101120000 {"url": "...", "mime": "text/html", "status": "200",
     "digest": "sha1:...", "length": "1234", "offset": "0", "filename": "x.warc.gz"}
 
-The writer builds them from what it wrote (no second pass over the file);
-`index_warc` rebuilds them from a WARC file for archives that lack them.
+The writer appends each record's line to ``NAME.cdxj.open`` as it writes the record (no
+second pass over the file, no index held in memory) and sorts that file into
+``NAME.cdxj`` when the WARC file is closed (`sort_cdxj_file`, in bounded chunks);
+`index_warc` rebuilds the lines from a WARC file for archives that lack them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -56,6 +60,54 @@ def write_cdxj(path: Path, captures: Iterable[Capture]) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     partial.replace(path)
+
+
+SORT_CHUNK_BYTES = 8 * 1024 * 1024
+"""Lines sorted in memory at once when a CDXJ file is sorted; larger files are merged from runs."""
+
+
+def sort_cdxj_file(source: Path, target: Path, chunk_bytes: int = SORT_CHUNK_BYTES) -> None:
+    """Sort the unsorted CDXJ lines of `source` into `target`, atomically, in bounded memory.
+
+    Lines are sorted as bytes: UTF-8 byte order is code point order, so the result is the
+    one `sort_lines` gives.  A file larger than `chunk_bytes` is cut into sorted runs
+    beside `target` and merged, so closing a large WARC file costs no more memory than a
+    small one.
+    """
+    partial = target.with_name(target.name + ".partial")
+    runs: list[Path] = []
+    try:
+        with source.open("rb") as handle:
+            while True:
+                chunk = handle.readlines(chunk_bytes)
+                if not chunk:
+                    break
+                chunk.sort()
+                if not runs and not handle.peek(1):
+                    _write_lines(partial, chunk)
+                    break
+                run = target.with_name(f"{target.name}.run{len(runs)}")
+                _write_lines(run, chunk, sync=False)
+                runs.append(run)
+        if runs:
+            with contextlib.ExitStack() as stack:
+                handles = [stack.enter_context(run.open("rb")) for run in runs]
+                _write_lines(partial, heapq.merge(*handles))
+        elif not partial.exists():
+            _write_lines(partial, [])
+        partial.replace(target)
+    finally:
+        for run in runs:
+            run.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+
+
+def _write_lines(path: Path, lines: Iterable[bytes], sync: bool = True) -> None:
+    with path.open("wb") as out:
+        out.writelines(lines)
+        if sync:
+            out.flush()
+            os.fsync(out.fileno())
 
 
 def read_cdxj(path: Path) -> Iterator[Capture]:

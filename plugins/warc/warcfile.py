@@ -5,11 +5,18 @@ Files are created with ``O_EXCL`` (an existing file is never overwritten), writt
 only by appending whole pages at once, and never reopened for writing once closed.
 A write that fails (disk full, file size limit) is cut back to the end of the last
 complete record before the error is raised, so the file stays valid.
+
+Each record's CDXJ line goes to ``NAME.cdxj.open`` right after the record (one write
+per page, rolled back with it), and is sorted into ``NAME.cdxj`` at close: the index of
+a file being written lives on disk, not in memory, however large the file grows.  A
+crashed run's ``.cdxj.open`` is dropped and the index rebuilt from the WARC file, which
+is the source of truth.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import socket
@@ -18,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .capture import Capture
-from .cdxj import cdxj_path_for, index_warc, write_cdxj
+from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, sort_cdxj_file, write_cdxj
 from .records import PageRecords, Serialized
 from .verify import truncate_to_last_good
 
@@ -37,9 +44,10 @@ def iipc_name(prefix: str, serial: int, gzip: bool, moment: datetime | None = No
 
 
 class WarcFile:
-    """One WARC file being written (named ``NAME.open`` until `close`)."""
+    """One WARC file being written (named ``NAME.open`` until `close`), with its CDXJ lines
+    appended to ``NAME.cdxj.open`` as it goes when `cdxj` is on."""
 
-    def __init__(self, folder: Path, name: str) -> None:
+    def __init__(self, folder: Path, name: str, cdxj: bool = True) -> None:
         self.folder = folder
         self.name = name
         self.final_path = folder / name
@@ -48,44 +56,53 @@ class WarcFile:
             raise FileExistsError(self.final_path)
         # 'xb': created here or not at all; unbuffered so a write reaches the OS at once.
         self._handle = open(self.path, "xb", buffering=0)  # noqa: SIM115 - kept open across calls
+        self.cdxj_path = cdxj_path_for(self.final_path)
+        self.lines_path = self.cdxj_path.with_name(self.cdxj_path.name + OPEN_SUFFIX)
+        self._lines: io.FileIO | None = None
+        if cdxj:
+            self.lines_path.unlink(missing_ok=True)  # a crashed run's, for a file that was never written
+            self._lines = open(self.lines_path, "xb", buffering=0)  # noqa: SIM115
         self.size = 0
-        self.captures: list[Capture] = []
+        self.lines_size = 0
         self.records = 0
 
     def append(self, records: tuple[Serialized, ...], fsync: bool = False) -> None:
-        """Append `records` with one write; on failure cut the file back and re-raise."""
+        """Append `records` (and their CDXJ lines) with one write each; on failure cut
+        both files back and re-raise."""
         start = self.size
         data = b"".join(r.data for r in records)
+        lines = self._cdxj_lines(records, start) if self._lines is not None else b""
         try:
-            view = memoryview(data)
-            while view:
-                written = self._handle.write(view)
-                if written is None or written <= 0:
-                    raise OSError("short write")
-                view = view[written:]
+            _write_all(self._handle, data)
+            if lines:
+                assert self._lines is not None
+                _write_all(self._lines, lines)
             if fsync:
                 os.fsync(self._handle.fileno())
         except BaseException:
             self._rollback(start)
             raise
-        offset = start
+        self.size = start + len(data)
+        self.lines_size += len(lines)
+        self.records += len(records)
+
+    def _cdxj_lines(self, records: tuple[Serialized, ...], offset: int) -> bytes:
+        lines = []
         for record in records:
             if record.index is not None:
-                self.captures.append(
-                    Capture(
-                        url=record.index.url,
-                        timestamp=record.index.timestamp,
-                        status=record.index.status,
-                        mime=record.index.mime,
-                        digest=record.index.digest,
-                        length=len(record.data),
-                        offset=offset,
-                        filename=self.name,
-                    )
+                capture = Capture(
+                    url=record.index.url,
+                    timestamp=record.index.timestamp,
+                    status=record.index.status,
+                    mime=record.index.mime,
+                    digest=record.index.digest,
+                    length=len(record.data),
+                    offset=offset,
+                    filename=self.name,
                 )
+                lines.append(capture.to_cdxj() + "\n")
             offset += len(record.data)
-        self.size = offset
-        self.records += len(records)
+        return "".join(lines).encode("utf-8")
 
     def _rollback(self, start: int) -> None:
         try:
@@ -93,21 +110,42 @@ class WarcFile:
             self._handle.seek(start)
         except OSError:
             log.exception("could not cut %s back to %d bytes", self.path, start)
+        if self._lines is not None:
+            try:
+                os.ftruncate(self._lines.fileno(), self.lines_size)
+                self._lines.seek(self.lines_size)
+            except OSError:
+                log.exception("could not cut %s back to %d bytes", self.lines_path, self.lines_size)
 
     def discard(self) -> None:
         """Remove a file that never got a whole record (its warcinfo write failed)."""
         self._handle.close()
         self.path.unlink()
+        if self._lines is not None:
+            self._lines.close()
+            self.lines_path.unlink(missing_ok=True)
 
-    def close(self, cdxj: bool = True) -> Path:
-        """Flush, drop the ``.open`` suffix, write the CDXJ; return the final path."""
+    def close(self) -> Path:
+        """Flush, drop the ``.open`` suffix, sort the CDXJ lines; return the final path."""
         with contextlib.suppress(OSError):
             os.fsync(self._handle.fileno())
         self._handle.close()
+        if self._lines is not None:
+            self._lines.close()
         finish(self.path, self.final_path)
-        if cdxj:
-            write_cdxj(cdxj_path_for(self.final_path), self.captures)
+        if self._lines is not None:
+            sort_cdxj_file(self.lines_path, self.cdxj_path)
+            self.lines_path.unlink()
         return self.final_path
+
+
+def _write_all(handle: io.FileIO, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = handle.write(view)
+        if written is None or written <= 0:
+            raise OSError("short write")
+        view = view[written:]
 
 
 def finish(open_path: Path, final_path: Path) -> None:
@@ -118,9 +156,16 @@ def finish(open_path: Path, final_path: Path) -> None:
 
 def recover_open_files(folder: Path, cdxj: bool = True) -> list[tuple[Path, int]]:
     """Close ``.open`` files a crashed run left: cut each back to its last whole record,
-    drop the suffix and index it.  Returns (final path, bytes cut) per file."""
+    drop the suffix and index it.  Returns (final path, bytes cut) per file.
+
+    Their ``.cdxj.open`` line files are dropped (the WARC file is reindexed instead:
+    the lines may lag behind it); so is one left by a crash during a close, after
+    indexing its closed WARC file if that has no CDXJ yet.
+    """
     recovered = []
     for path in sorted(folder.glob("*" + OPEN_SUFFIX)):
+        if not path.name.endswith(WARC_SUFFIXES):
+            continue
         final = path.with_name(path.name[: -len(OPEN_SUFFIX)])
         if final.exists():
             log.warning("leaving %s alone: %s already exists", path, final.name)
@@ -132,6 +177,16 @@ def recover_open_files(folder: Path, cdxj: bool = True) -> list[tuple[Path, int]
         if cdxj:
             write_cdxj(cdxj_path_for(final), index_warc(final))
         recovered.append((final, cut))
+    for lines in sorted(folder.glob("*.cdxj" + OPEN_SUFFIX)):
+        index = lines.with_name(lines.name[: -len(OPEN_SUFFIX)])
+        stem = index.name[: -len(".cdxj")]
+        if any((folder / (stem + s)).exists() for s in (".warc.gz.open", ".warc.open")):
+            continue  # its WARC file was left alone above
+        for suffix in (".warc.gz", ".warc"):
+            warc = folder / (stem + suffix)
+            if warc.exists() and not index.exists() and cdxj:
+                write_cdxj(index, index_warc(warc))
+        lines.unlink()
     return recovered
 
 
@@ -177,7 +232,7 @@ class Rotator:
             name = iipc_name(self.prefix, self.serial, self.gzip)
             self.serial += 1
             try:
-                warc = WarcFile(self.folder, name)
+                warc = WarcFile(self.folder, name, cdxj=self.cdxj)
             except FileExistsError:
                 continue
             break
@@ -195,4 +250,4 @@ class Rotator:
             if current.records == 0:
                 current.discard()
             else:
-                self.closed.append(current.close(self.cdxj))
+                self.closed.append(current.close())
