@@ -361,3 +361,40 @@ async def test_cancelled_page_still_leaves_a_whole_file(tmp_path: Path) -> None:
         report = verify_file(warc)
         assert report.ok, [str(f) for f in report.faults]
         assert (report.records - 1) % 3 == 0
+
+
+async def test_identical_payloads_written_at_once_become_one_response(tmp_path: Path) -> None:
+    crawl = make_crawl(tmp_path)
+    writer = WarcWriter(WarcSettings())
+    await writer.crawl_started(crawl=crawl)
+    same = [page(f"same{i}", body=b"<html>the same body</html>") for i in range(12)]
+    await asyncio.gather(*(writer.page_fetched(page=p, links=[], crawl=crawl) for p in same))
+    await writer.crawl_finished(crawl=crawl)
+    (path,) = (tmp_path / "warc").glob("*.warc.gz")
+    kinds = [r["type"] for r in records(path) if r["type"] in ("response", "revisit")]
+    assert sorted(kinds) == ["response"] + ["revisit"] * 11
+
+
+async def test_dedup_table_on_disk_follows_the_warc_files(tmp_path: Path) -> None:
+    from archiver_plugins.warc.dedup import DB_NAME, DedupTable
+
+    await write(tmp_path, [page("a", body=b"first")])
+    table = DedupTable(tmp_path / DB_NAME)
+    assert table.sync(tmp_path / "warc") == 0  # the run recorded its file: nothing to read again
+    found = table.get(sha1(b"first"))
+    assert found is not None and found.url == ROOT + "a" and found.record_id
+    table.close()
+    # an archive from before the table (or merged into): its CDXJ is read once
+    (tmp_path / DB_NAME).unlink()
+    _, files = await write(tmp_path, [page("b", body=b"first")])
+    assert len(files) == 2
+    newest = files[-1]
+    assert [r["type"] for r in records(newest) if r["type"] in ("response", "revisit")] == ["revisit"]
+    # a WARC file removed from the archive takes its rows with it
+    for path in files:
+        if path != newest:
+            path.unlink()
+            path.with_name(path.name.replace(".warc.gz", ".cdxj")).unlink()
+    _, again = await write(tmp_path, [page("c", body=b"first")])
+    (latest,) = set(again) - {newest}
+    assert [r["type"] for r in records(latest) if r["type"] in ("response", "revisit")] == ["response"]

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -60,6 +60,12 @@ class Original:
     url: str
     date: str
     record_id: str | None = None
+
+
+class Originals(Protocol):
+    """Where revisits look payloads up: a dict, or the archive's table on disk (dedup.py)."""
+
+    def get(self, digest: str, /) -> Original | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +241,7 @@ class RecordMaker:
         self,
         page: Page,
         links: Sequence[Link],
-        originals: Mapping[str, Original],
+        originals: Originals,
         *,
         dedup: bool,
         metadata: bool,

@@ -202,8 +202,10 @@ class Rotator:
         warcinfo: Callable[[str], Serialized],
         cdxj: bool = True,
         fsync: bool = False,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         self.folder = folder
+        self.on_close = on_close
         self.prefix = prefix
         self.max_size = max_size
         self.gzip = gzip
@@ -251,3 +253,5 @@ class Rotator:
                 current.discard()
             else:
                 self.closed.append(current.close())
+                if self.on_close is not None:
+                    self.on_close(current.name)

@@ -9,6 +9,12 @@ cost 20% more CPU per page for no more pages per second).  A semaphore bounds th
 in flight, so a slow disk slows the crawl instead of filling memory.  `page_fetched`
 returns only once its records are written (and fsynced when asked): the core marks the
 URL done after that, so a crash never loses a page the frontier believes archived.
+
+Memory stays flat however long the crawl: the payloads already stored (for revisits)
+are in an SQLite table on disk (dedup.py) and each file's CDXJ lines go to disk as the
+records are written (warcfile.py).  Whether a payload is new is decided again on the
+writer thread, under the write lock, so two identical payloads built at once still
+become one response and one revisit.
 """
 
 from __future__ import annotations
@@ -25,8 +31,7 @@ from archiver.errors import ArchiveError
 from archiver.hookspecs import hookimpl
 from archiver.model import Crawl, Link, Page
 
-from .capture import Capture
-from .reader import open_archive
+from .dedup import DB_NAME, DedupTable
 from .records import Original, PageRecords, RecordMaker, Serialized, warcinfo_fields
 from .settings import WarcSettings
 from .warcfile import Rotator, recover_open_files
@@ -60,7 +65,7 @@ class WarcWriter:
     def __init__(self, settings: WarcSettings) -> None:
         self.settings = settings
         self.maker = RecordMaker(settings.gzip, settings.gzip_level)
-        self.originals: dict[str, Original] = {}
+        self.dedup: DedupTable | None = None
         self.rotator: Rotator | None = None
         self.folder: Path | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -89,6 +94,7 @@ class WarcWriter:
             self._warcinfo,
             cdxj=self.settings.cdxj,
             fsync=self.settings.fsync,
+            on_close=self._file_closed,
         )
         crawl.extra["warc.writer"] = self
 
@@ -99,12 +105,10 @@ class WarcWriter:
         async with self._slots:
             records = await self._built(page, links)
             async with self._lock:
-                if records.digest is not None and records.digest in self.originals:
+                if not await self._in_thread(self._write, records, True):
                     # an identical payload was written while this one was compressed
                     records = await self._built(page, links)
-                await self._in_thread(self._write, records)
-                if records.digest is not None and records.original is not None:
-                    self.originals.setdefault(records.digest, records.original)
+                    await self._in_thread(self._write, records, False)
         crawl.stats["warc.records"] += len(records.records)
         crawl.stats["warc.bytes"] += records.size
         if any(r.record_type == "revisit" for r in records.records):
@@ -115,7 +119,7 @@ class WarcWriter:
         if self.rotator is None or self._thread is None:
             return
         # Queued behind every page still being written, so no write is cut off.
-        await self._in_thread(self.rotator.close)
+        await self._in_thread(self._close)
         self._thread.shutdown(wait=False)
         if self._builders is not None:
             self._builders.shutdown(wait=False)
@@ -126,8 +130,9 @@ class WarcWriter:
         return await asyncio.get_running_loop().run_in_executor(self._builders, self._build, page, links)
 
     def _build(self, page: Page, links: Sequence[Link]) -> PageRecords:
+        originals = self.dedup if self.dedup is not None else _NONE
         return self.maker.page(
-            page, links, self.originals, dedup=self.settings.dedup, metadata=self.settings.metadata
+            page, links, originals, dedup=self.settings.dedup, metadata=self.settings.metadata
         )
 
     async def _in_thread(self, work: Callable[..., T], *args: Any) -> T:
@@ -151,15 +156,25 @@ class WarcWriter:
         for path, cut in recover_open_files(folder, cdxj=self.settings.cdxj):
             log.warning("closed %s left open by an earlier run (%d bytes cut)", path.name, cut)
         if self.settings.dedup:
-            self.originals.update(_known_payloads(folder))
+            self.dedup = DedupTable(folder.parent / DB_NAME)
+            read = self.dedup.sync(folder)
+            if read:
+                log.info("dedup table: read the index of %d WARC file(s)", read)
 
     def _warcinfo(self, filename: str) -> Serialized:
         return self.maker.warcinfo(filename, self._warcinfo_fields)
 
-    def _write(self, records: PageRecords) -> None:
+    def _write(self, records: PageRecords, check: bool) -> bool:
+        """Append `records`; with `check`, return False instead when their payload is
+        stored already (they must then be rebuilt as a revisit)."""
         assert self.rotator is not None
+        dedup, digest, original = self.dedup, records.digest, records.original
+        if dedup is None or digest is None or original is None:
+            dedup = None  # nothing to look up or note: a revisit, an empty or cut body
+        elif check and dedup.get(digest) is not None:
+            return False
         try:
-            self.rotator.write(records)
+            written = self.rotator.write(records)
         except OSError as exc:
             current = self.rotator.current
             where = current.path if current is not None else self.folder
@@ -167,19 +182,23 @@ class WarcWriter:
                 f"cannot write WARC file {where}: {exc.strerror or exc}"
                 " (the file was cut back to its last whole record; resume once fixed)"
             ) from exc
+        if dedup is not None:
+            assert digest is not None and original is not None
+            dedup.add(digest, original, written.name)
+        return True
+
+    def _file_closed(self, name: str) -> None:
+        if self.dedup is not None:
+            self.dedup.file_closed(name)
+
+    def _close(self) -> None:
+        assert self.rotator is not None
+        try:
+            self.rotator.close()
+        finally:
+            if self.dedup is not None:
+                self.dedup.close()
+                self.dedup = None
 
 
-def _known_payloads(folder: Path) -> dict[str, Original]:
-    """Payload digests already stored by earlier runs, so a resumed crawl dedups too."""
-    originals: dict[str, Original] = {}
-    if not any(folder.iterdir()):
-        return originals
-    for capture in open_archive(folder).iter_captures():
-        if capture.digest and not capture.is_revisit and capture.digest not in originals:
-            originals[capture.digest] = Original(capture.url, _iso(capture))
-    return originals
-
-
-def _iso(capture: Capture) -> str:
-    t = capture.timestamp
-    return f"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[8:10]}:{t[10:12]}:{t[12:14]}Z"
+_NONE: dict[str, Original] = {}
