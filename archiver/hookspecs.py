@@ -134,6 +134,8 @@ def crawl_finished(crawl: Crawl) -> None:
 
     Called exactly once, also after errors and Ctrl-C (``crawl.interrupted`` says so),
     with ``crawl.finished_at`` set.  Flush, commit and close here.  May be ``async def``.
+    Work that takes long may set ``crawl.extra["finishing"]`` to a short text (such as
+    ``"indexing 1,234 pages..."``) that the progress bar then shows.
     """
 
 

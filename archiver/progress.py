@@ -23,7 +23,7 @@ def _size(n: float) -> str:
 async def show_progress(crawl: Crawl, frontier: Frontier, console: Console) -> None:
     """Redraw pages done / queued / failed, pages per second and bytes until cancelled."""
     columns = (
-        TextColumn("[bold]crawling[/]"),
+        TextColumn("[bold]{task.fields[label]}[/]"),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.fields[line]}"),
@@ -31,8 +31,14 @@ async def show_progress(crawl: Crawl, frontier: Frontier, console: Console) -> N
     )
     started = time.monotonic()
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("crawl", total=None, line="")
+        task = progress.add_task("crawl", total=None, line="", label="crawling")
         while True:
+            finishing = crawl.extra.get("finishing")
+            if finishing and crawl.finished_at is not None:
+                # the pages are archived; a plugin still works (``crawl_finished``) and says on what
+                progress.update(task, label="finishing", line=str(finishing))
+                await asyncio.sleep(0.25)
+                continue
             counts = await frontier.counts()
             stats = crawl.stats
             finished = counts.done + counts.failed

@@ -239,11 +239,14 @@ async def test_a_killed_writer_is_restarted_and_loses_nothing(tmp_path: Path) ->
     crawl = make_crawl(tmp_path, batch_size=5, batch_seconds=0.2)
     await index_plugin.crawl_started(crawl=crawl)
     feeder = crawl.extra[index_plugin.FEEDER_KEY]
-    first = feeder.writer_pid
+    assert feeder.writer_pid is None  # started with the first page, not before
+    first = None
     for number in range(30):
         await index_plugin.page_fetched(page=page(number), links=(), crawl=crawl)
         if number == 15:
             await asyncio.sleep(1.0)
+            first = feeder.writer_pid
+            assert first is not None
             os.kill(first, signal.SIGKILL)
     for _ in range(100):
         if feeder.writer_pid != first:
@@ -306,3 +309,27 @@ def test_bad_plugin_settings_name_the_key() -> None:
         make_crawl(Path("."), batch_sise=3)
     with pytest.raises(ConfigError, match="batch_size"):
         make_crawl(Path("."), batch_size=0)
+
+
+async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_rest(tmp_path: Path) -> None:
+    crawl = make_crawl(tmp_path, batch_size=50, batch_seconds=600)
+    await index_plugin.crawl_started(crawl=crawl)
+    words = " ".join(f"filler{n % 700}" for n in range(3000))  # ~10 ms of indexing a page
+    pages = [page(n, words) for n in range(400)]
+    await asyncio.gather(*(index_plugin.page_fetched(page=p, links=(), crawl=crawl) for p in pages))
+    finishing = asyncio.ensure_future(index_plugin.crawl_finished(crawl=crawl))
+    shown = ""
+    for _ in range(400):
+        shown = crawl.extra.get("finishing", "")
+        if shown.startswith("indexing"):
+            break
+        await asyncio.sleep(0.01)
+    assert shown.startswith("indexing ") and "pages..." in shown
+    crawl.interrupted = True  # Ctrl-C: the writer commits what it has and stops
+    await asyncio.wait_for(finishing, 60)
+    assert "finishing" not in crawl.extra
+    waiting = pending_in(spool_path(tmp_path))
+    assert 0 < waiting < 400 and crawl.stats["index.pending"] == waiting
+    indexed = open_index(tmp_path)
+    assert indexed.doc_count() + waiting == 400
+    indexed.close()

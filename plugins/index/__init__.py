@@ -122,10 +122,22 @@ async def crawl_finished(crawl: Crawl) -> None:
     feeder: IndexFeeder | None = crawl.extra.pop(FEEDER_KEY, None)
     if feeder is None:
         return
-    closing = asyncio.ensure_future(asyncio.to_thread(feeder.close, crawl.interrupted))
+    interrupted = crawl.interrupted
+    closing = asyncio.ensure_future(asyncio.to_thread(feeder.close, interrupted))
     while not closing.done():
-        await asyncio.wait({closing}, timeout=0.5)
-        crawl.stats["index.pending"] = feeder.lag
+        await asyncio.wait({closing}, timeout=0.25)
+        crawl.stats["index.pending"] = lag = feeder.lag
+        if crawl.interrupted and not interrupted:  # Ctrl-C while the index catches up
+            interrupted = True
+            feeder.stop_draining()
+            crawl.extra["finishing"] = (
+                "committing the index; the pages left wait for `archiver reindex --pending`"
+            )
+        elif lag and not interrupted:
+            crawl.extra["finishing"] = (
+                f"indexing {lag:,} pages... (Ctrl-C leaves them for `archiver reindex --pending`)"
+            )
+    crawl.extra.pop("finishing", None)
     await closing
     crawl.stats["index.pending"] = feeder.pending
 

@@ -53,6 +53,7 @@ class IndexFeeder:
         self.pending = 0
         self.restarts = 0
         self._closing = False
+        self._stopping = False
         self._process: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._spool: Spool | None = None
@@ -69,11 +70,19 @@ class IndexFeeder:
     # -- life cycle (blocking: call through asyncio.to_thread) ------------------------
 
     def start(self) -> None:
+        """Open the spool and start the spool thread; the writer process is started by
+        that thread, once there is something to index, so the crawl never waits for it."""
         self._spool = Spool(spool_path(self.archive))
         self.pending = self._spool.pending()
-        self._spawn()
         self._thread = threading.Thread(target=self._run, name="index-spool", daemon=True)
         self._thread.start()
+
+    def stop_draining(self) -> None:
+        """Ctrl-C while waiting for the index after the crawl: commit and leave the rest."""
+        self._stopping = True
+        process = self._process
+        if process is not None:
+            self._tell(process, "stop")
 
     def close(self, interrupted: bool) -> None:
         """Spool what is waiting, then let the writer drain (or stop, on Ctrl-C) and exit."""
@@ -84,14 +93,16 @@ class IndexFeeder:
             self._thread.join()
         self._closing = True
         mode = "stop" if interrupted or not self.options.wait else "drain"
+        if self._process is None and mode == "drain" and self.pending:
+            self._spawn()
         while True:
             process = self._process
             if process is None:
                 break
-            self._tell(process, mode)
+            self._tell(process, "stop" if self._stopping else mode)
             code = self._wait_for(process)
             _retire(process)
-            if code == 0 or mode == "stop" or self.restarts >= self.options.max_restarts:
+            if code == 0 or mode == "stop" or self._stopping or self.restarts >= self.options.max_restarts:
                 break
             log.warning("index writer exited with %s; restarting it", code)
             self.restarts += 1
@@ -182,7 +193,7 @@ class IndexFeeder:
                 self.batches += 1
             self._settle(batch, None)
             now = time.monotonic()
-            if now - checked >= 0.5 or (ended and not pages):
+            if now - checked >= 0.5 or (ended and not pages) or (pages and self._process is None):
                 checked = now
                 self.pending = self._spool.pending()
                 self._watch_writer()
@@ -199,7 +210,13 @@ class IndexFeeder:
 
     def _watch_writer(self) -> None:
         process = self._process
-        if process is None or process.poll() is None or self._closing:
+        if self._closing:
+            return
+        if process is None:
+            if self.pending or self.spooled:
+                self._spawn()  # first pages: start the writer (in this thread, not the crawl's)
+            return
+        if process.poll() is None:
             return
         if self.restarts >= self.options.max_restarts:
             if self.restarts == self.options.max_restarts:
