@@ -398,3 +398,12 @@ async def test_dedup_table_on_disk_follows_the_warc_files(tmp_path: Path) -> Non
     _, again = await write(tmp_path, [page("c", body=b"first")])
     (latest,) = set(again) - {newest}
     assert [r["type"] for r in records(latest) if r["type"] in ("response", "revisit")] == ["response"]
+
+
+def test_request_line_names_the_version_sent_not_the_servers_answer() -> None:
+    from archiver_plugins.warc.records import request_line
+
+    from archiver import Page
+
+    page = Page(url="http://example.org/a?b=1", status=200, http_version="HTTP/1.0")
+    assert request_line(page) == "GET /a?b=1 HTTP/1.1"

@@ -170,12 +170,16 @@ def http_block(first_line: str, headers: Sequence[tuple[str, str]], url: str) ->
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
+REQUEST_VERSION = "HTTP/1.1"
+"""What the crawler sends; `page.http_version` is the server's answer, which may be 1.0."""
+
+
 def request_line(page: Page) -> str:
     parts = urlsplit(page.request_target or page.url)
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    return f"{page.method} {target} {page.http_version}"
+    return f"{page.method} {target} {REQUEST_VERSION}"
 
 
 class RecordMaker:
