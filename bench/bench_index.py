@@ -151,7 +151,9 @@ class CrawlClock:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
 
 
-async def crawl_once(port: int, folder: Path, with_index: bool) -> dict[str, float]:
+async def crawl_once(
+    port: int, folder: Path, with_index: bool, share: float | None = None
+) -> dict[str, float]:
     """One crawl: its own wall and CPU time (up to `crawl_finished`), then what follows."""
     import resource
 
@@ -171,6 +173,7 @@ async def crawl_once(port: int, folder: Path, with_index: bool) -> dict[str, flo
             "frontier": "memory",
             "per_host_concurrency": 10,
             "max_tasks": 10,
+            "plugins": {"index": {} if share is None else {"crawl_share": share}},
         },
     )
     pm = make_plugin_manager(autoload=False, modules=plugins, plugins=[clock])
@@ -187,7 +190,7 @@ async def crawl_once(port: int, folder: Path, with_index: bool) -> dict[str, flo
     }
 
 
-def compare_crawls(count: int, folder: Path, repeat: int) -> None:
+def compare_crawls(count: int, folder: Path, repeat: int, share: float | None = None) -> None:
     import multiprocessing
 
     ready: Any = multiprocessing.Queue()
@@ -199,7 +202,7 @@ def compare_crawls(count: int, folder: Path, repeat: int) -> None:
         for number in range(repeat):
             for with_index in (False, True):
                 target = folder / f"crawl-{number}-{'index' if with_index else 'plain'}"
-                figures = asyncio.run(crawl_once(port, target, with_index))
+                figures = asyncio.run(crawl_once(port, target, with_index, share))
                 runs[with_index].append(figures)
                 label = "links + index" if with_index else "links only"
                 print(
@@ -237,6 +240,7 @@ def main() -> None:
     parser.add_argument("--crawl", action="store_true", help="also compare crawls with and without the index")
     parser.add_argument("--crawl-only", action="store_true", help="only compare crawls")
     parser.add_argument("--repeat", type=int, default=1, help="crawl pairs to run (medians are shown)")
+    parser.add_argument("--crawl-share", type=float, help="[plugins.index] crawl_share for the crawls")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
@@ -252,7 +256,7 @@ def main() -> None:
                 print(f"query {label:14} {line}", flush=True)
             shutil.rmtree(archive, ignore_errors=True)
         if args.crawl or args.crawl_only:
-            compare_crawls(args.pages, folder, args.repeat)
+            compare_crawls(args.pages, folder, args.repeat, args.crawl_share)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

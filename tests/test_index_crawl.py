@@ -309,6 +309,8 @@ def test_bad_plugin_settings_name_the_key() -> None:
         make_crawl(Path("."), batch_sise=3)
     with pytest.raises(ConfigError, match="batch_size"):
         make_crawl(Path("."), batch_size=0)
+    with pytest.raises(ConfigError, match="crawl_share"):
+        make_crawl(Path("."), crawl_share=1.5)
 
 
 async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_rest(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ _KEYS: dict[str, tuple[type, float]] = {
     "batch_seconds": (float, 0.1),
     "queue_size": (int, 1),
     "max_chars": (int, 1000),
+    "crawl_share": (float, 0.01),
     "wait": (bool, 0),
 }
 
@@ -58,6 +59,8 @@ def parse_options(table: Mapping[str, Any]) -> Options:
             raise ConfigError(f"plugins.index.{key}: expected a whole number, got {value!r}")
         elif value < floor:
             raise ConfigError(f"plugins.index.{key}: must be at least {floor}, got {value!r}")
+        elif key == "crawl_share" and value > 1:
+            raise ConfigError(f"plugins.index.{key}: a share of one CPU, at most 1, got {value!r}")
         values[key] = float(value) if kind is float else value
     return Options(**values)
 

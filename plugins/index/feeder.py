@@ -39,6 +39,7 @@ class Options:
     batch_seconds: float = 10.0
     queue_size: int = 256
     max_chars: int = 200_000
+    crawl_share: float = 0.25
     wait: bool = True
     max_restarts: int = 5
 
@@ -243,6 +244,8 @@ class IndexFeeder:
                     str(options.batch_seconds),
                     "--max-chars",
                     str(options.max_chars),
+                    "--crawl-share",
+                    str(options.crawl_share),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,

@@ -3,7 +3,11 @@
 Run as ``python -m archiver_plugins.index.writer ARCHIVE``.  It parses HTML and feeds
 whoosh (pure Python, ~100 pages/s), so it must not share the crawl's GIL.  It commits
 every `batch_size` pages or `batch_seconds`, whichever comes first, so `archiver search`
-sees a running crawl's pages.  Its standard input is the control channel: a line
+sees a running crawl's pages.  While the crawl runs, it uses at most `crawl_share` of one
+CPU (it sleeps in proportion to the CPU time it spent): on a machine with few cores a
+writer at full speed slows the crawl beside it (they share caches and memory bandwidth
+even on separate cores), and the pages it has not reached are indexed at full speed once
+the crawl ends.  Its standard input is the control channel: a line
 ``drain`` means "index everything spooled, commit, exit"; ``stop`` (or end of input, as
 when the crawl process died) means "commit what you have and exit".  Ctrl-C in the
 terminal reaches every process of the group: the writer ignores it and waits for the
@@ -126,6 +130,7 @@ def run(
     max_chars: int,
     control: Control | None = None,
     lock_wait: float = 60.0,
+    crawl_share: float = 1.0,
 ) -> int:
     """Index spooled pages until told to stop; with a `control` already set to 'drain',
     index what is spooled and return (``archiver reindex --pending``)."""
@@ -148,6 +153,7 @@ def run(
     last = 0
     try:
         while control.mode != "stop":
+            spent = time.process_time()
             rows = spool.read(after=last, limit=32)
             for row_id, capture in rows:
                 batcher.add(capture)
@@ -158,6 +164,9 @@ def run(
                 batcher.commit()
                 spool.delete_upto(last)
             if rows:
+                if control.mode is None and crawl_share < 1.0:  # the crawl still runs
+                    spent = time.process_time() - spent
+                    control.wake.wait(spent * (1.0 - crawl_share) / crawl_share)  # drain/stop wake it
                 continue
             if control.mode == "drain":
                 break
@@ -197,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--batch-seconds", type=float, default=10.0)
     parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS)
+    parser.add_argument("--crawl-share", type=float, default=1.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="archiver: %(message)s")
-    return run(args.archive, args.batch_size, args.batch_seconds, args.max_chars)
+    return run(
+        args.archive, args.batch_size, args.batch_seconds, args.max_chars, crawl_share=args.crawl_share
+    )
 
 
 if __name__ == "__main__":
