@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
@@ -55,6 +55,15 @@ def parse_content_type(raw: str | None) -> tuple[str, dict[str, str]]:
         name, _, value = part.partition("=")
         found[name.strip().lower()] = value.strip()
     return mime, found
+
+
+def find_header(headers: Iterable[tuple[str, str]], name: str, default: str | None = None) -> str | None:
+    """First header called `name` (case-insensitive) in an ordered header list."""
+    lowered = name.lower()
+    for key, value in headers:
+        if key.lower() == lowered:
+            return value
+    return default
 
 
 class LinkKind(enum.StrEnum):
@@ -118,11 +127,7 @@ class Page:
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First response header called `name` (case-insensitive)."""
-        lowered = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lowered:
-                return value
-        return default
+        return find_header(self.headers, name, default)
 
     def header_values(self, name: str) -> list[str]:
         """Every value of a response header that may repeat (Set-Cookie, Link)."""

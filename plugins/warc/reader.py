@@ -28,6 +28,7 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError
+from archiver.model import find_header
 
 from .capture import Capture, parse_status
 from .cdxj import cdxj_path_for, index_warc, read_cdxj
@@ -64,11 +65,7 @@ class StoredResponse:
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First header called `name` (case-insensitive)."""
-        lowered = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lowered:
-                return value
-        return default
+        return find_header(self.headers, name, default)
 
     @property
     def content_type(self) -> str:
