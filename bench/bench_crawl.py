@@ -39,6 +39,7 @@ from typing import Any
 from bench import server as bench_server
 from bench import sitegen
 from bench.measure import run_measured
+from bench.tools import crawl_command
 
 PLUGINS = {
     "links": ("warc", "index", "sitemap"),
@@ -85,29 +86,7 @@ def site_for(pages: int, seed: int, cache: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def command(setup: Setup, root: str, archive: Path, concurrency: int) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "archiver",
-        "crawl",
-        root,
-        "-o",
-        str(archive),
-        "--frontier",
-        setup.frontier,
-        "--delay",
-        "0",
-        "--ignore-robots",
-        "--max-tasks",
-        str(concurrency),
-        "--per-host-concurrency",
-        str(concurrency),
-        "--json",
-        "-q",
-    ]
-    for plugin in PLUGINS[setup.plugins]:
-        cmd += ["--disable-plugin", plugin]
-    return cmd
+    return crawl_command(root, archive, concurrency, setup.frontier, PLUGINS[setup.plugins])
 
 
 def top_functions(raw: Path, limit: int = 15) -> dict[str, list[tuple[str, float]]]:

@@ -50,6 +50,13 @@ TOOLS: dict[str, Tool] = {
 def archiver_command(
     tool: Tool, root: str, out: Path, concurrency: int, frontier: str = "sqlite"
 ) -> list[str]:
+    return crawl_command(root, out / "archive", concurrency, frontier, ARCHIVER_PLUGINS[tool.name])
+
+
+def crawl_command(
+    root: str, archive: Path, concurrency: int, frontier: str, disabled: tuple[str, ...]
+) -> list[str]:
+    """`archiver crawl` at full speed on our own server: no delay, no robots, one knob for concurrency."""
     command = [
         sys.executable,
         "-m",
@@ -57,7 +64,7 @@ def archiver_command(
         "crawl",
         root,
         "-o",
-        str(out / "archive"),
+        str(archive),
         "--frontier",
         frontier,
         "--delay",
@@ -70,7 +77,7 @@ def archiver_command(
         "--json",
         "-q",
     ]
-    for plugin in ARCHIVER_PLUGINS[tool.name]:
+    for plugin in disabled:
         command += ["--disable-plugin", plugin]
     return command
 

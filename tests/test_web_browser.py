@@ -7,8 +7,6 @@ is checked, not assumed.
 
 from __future__ import annotations
 
-import struct
-import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,25 +16,9 @@ from aiohttp.test_utils import TestServer
 from archiver_plugins.web.app import make_app
 from browser import launch_browser
 from conftest import CrawlFn, Site
+from mirror_site import png
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-
-
-def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
-    """A small solid-colour PNG, so the test can tell the image really decoded."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    row = b"\x00" + bytes(rgb) * width
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(row * height))
-        + chunk(b"IEND", b"")
-    )
 
 
 def build_garden(site: Site, other: Site) -> None:
