@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import io
 import json
+import struct
 import zipfile
 from pathlib import Path
 
@@ -21,6 +23,36 @@ def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def index_lines(wacz: zipfile.ZipFile) -> list[str]:
+    """The CDXJ lines of the package, each gzip block fetched through index.idx as a range reader does."""
+    blocks = wacz.read("indexes/index.cdx.gz")
+    meta, *entries = wacz.read("indexes/index.idx").decode().splitlines()
+    assert meta.startswith("!meta 0 ") and json.loads(meta[8:]) == {
+        "format": "cdxj-gzip-1.0",
+        "filename": "index.cdx.gz",
+    }
+    lines: list[str] = []
+    for entry in entries:
+        prefix, raw = entry.split(" {", 1)
+        where = json.loads("{" + raw)
+        block = blocks[where["offset"] : where["offset"] + where["length"]]
+        assert sha256(block) == where["digest"]
+        text = gzip.decompress(block).decode().splitlines()
+        assert text[0].startswith(prefix + " ")
+        lines.extend(text)
+    assert gzip.decompress(blocks).decode().splitlines() == lines  # what pywb reads
+    return lines
+
+
+def local_header(raw: bytes, info: zipfile.ZipInfo) -> tuple[int, int, int]:
+    """(compressed size, size, extra field length) of the member's local header."""
+    signature, compressed, size, name_length, extra_length = struct.unpack_from(
+        "<I14xII2H", raw, info.header_offset
+    )
+    assert signature == 0x04034B50 and name_length == len(info.filename.encode())
+    return compressed, size, extra_length
+
+
 async def test_wacz_structure_and_digests(
     site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path
 ) -> None:
@@ -34,13 +66,18 @@ async def test_wacz_structure_and_digests(
         assert {
             "datapackage.json",
             "datapackage-digest.json",
-            "indexes/index.cdxj",
+            "indexes/index.cdx.gz",
+            "indexes/index.idx",
             "pages/pages.jsonl",
         } <= set(names)
         warcs = [n for n in names if n.startswith("archive/")]
         assert warcs and all(n.endswith(".warc.gz") for n in warcs)
-        for name in warcs:
+        for name in [*warcs, "indexes/index.cdx.gz"]:
             assert wacz.getinfo(name).compress_type == zipfile.ZIP_STORED  # seekable in place
+        raw = target.read_bytes()
+        for info in wacz.infolist():
+            # A range reader takes the data offset from the central record when it has no extra.
+            assert local_header(raw, info) == (info.compress_size, info.file_size, len(info.extra))
 
         package = json.loads(wacz.read("datapackage.json"))
         assert package["profile"] == "data-package" and package["wacz_version"] == "1.1.1"
@@ -62,7 +99,7 @@ async def test_wacz_structure_and_digests(
         assert site.url("/docs/page") in pages and site.url("/css/site.css") not in pages
         assert site.url("/old") not in pages  # a redirect is not a page
 
-        index = wacz.read("indexes/index.cdxj").decode().splitlines()
+        index = index_lines(wacz)
         assert index == sorted(index) and len(index) >= 17
         for line in index:
             raw = line.split(" ", 2)[2]
@@ -98,5 +135,5 @@ async def test_wacz_of_a_crawl_cut_short(site: Site, crawl_archive: CrawlFn, tmp
         assert data.startswith(packed) and len(packed) < len(data) - 300
         records = list(ArchiveIterator(io.BytesIO(packed)))
         assert records  # whole records only: warcio reads to the end without an error
-        index = wacz.read("indexes/index.cdxj").decode().splitlines()
+        index = index_lines(wacz)
         assert index and all(int(json.loads(line.split(" ", 2)[2])["offset"]) < len(packed) for line in index)

@@ -3,10 +3,18 @@
 Layout (https://specs.webrecorder.net/wacz/1.1.1/):
 
     archive/*.warc.gz          the WARC files, stored (not deflated) so readers can seek
-    indexes/index.cdxj         every response/revisit, sorted CDXJ, filenames in archive/
+    indexes/index.cdx.gz       every response/revisit, sorted CDXJ in gzip blocks, stored
+    indexes/index.idx          the first key and byte range of each block
     pages/pages.jsonl          one line per HTML page: url, ts, title, text
     datapackage.json           each file's path, size and sha256
     datapackage-digest.json    the sha256 of datapackage.json
+
+The index is the compressed CDXJ that py-wacz writes: ReplayWeb.page loads the small
+``index.idx`` and fetches only the blocks a lookup needs, while pywb reads ``*.cdx.gz``
+whole (concatenated gzip members read as one stream). Every member's local header and
+central directory record agree: ZIP64 fields only on a member over 4 GiB, in both places,
+because range readers take the data offset from the central record alone when it has no
+extra field.
 
 A WARC file still being written (``.open``) goes in under its final name; a WARC file
 with a damaged tail goes in cut back to its last whole record, with only the index lines
@@ -21,6 +29,7 @@ import json
 import re
 import time
 import zipfile
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path as FsPath
 from typing import Any
@@ -43,6 +52,8 @@ __all__ = ["WACZ_VERSION", "export_wacz"]
 WACZ_VERSION = "1.1.1"
 MAX_TEXT = 100_000
 _COPY_CHUNK = 1024 * 1024
+INDEX_BLOCK_LINES = 1024
+INDEX_DATA = "index.cdx.gz"
 _OPEN = ".open"
 _NAME_CHARS = re.compile(r"[^-a-z0-9._/]")
 
@@ -70,8 +81,8 @@ class _Package:
         info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
         return info
 
-    def add(self, path: str, data: bytes, *, listed: bool = True) -> str:
-        self.zip.writestr(self._info(path, stored=False), data)
+    def add(self, path: str, data: bytes, *, listed: bool = True, stored: bool = False) -> str:
+        self.zip.writestr(self._info(path, stored=stored), data)
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if listed:
             self.resources.append(
@@ -81,9 +92,12 @@ class _Package:
 
     def copy(self, path: str, source: FsPath, length: int) -> None:
         digest = hashlib.sha256()
+        # file_size stays 0 so zipfile does not guess ZIP64 from it (it would at 95% of
+        # the limit, where the central record has none).
+        zip64 = length > zipfile.ZIP64_LIMIT
         with (
             source.open("rb") as handle,
-            self.zip.open(self._info(path, stored=True), "w", force_zip64=True) as out,
+            self.zip.open(self._info(path, stored=True), "w", force_zip64=zip64) as out,
         ):
             left = length
             while left > 0:
@@ -101,6 +115,24 @@ class _Package:
                 "bytes": length,
             }
         )
+
+
+def compressed_index(lines: list[str]) -> tuple[bytes, str]:
+    """(index.cdx.gz, index.idx) for sorted CDXJ `lines`, as cdxj-indexer writes them."""
+    blocks = bytearray()
+    idx = ["!meta 0 " + json.dumps({"format": "cdxj-gzip-1.0", "filename": INDEX_DATA}) + "\n"]
+    for start in range(0, len(lines), INDEX_BLOCK_LINES):
+        block = lines[start : start + INDEX_BLOCK_LINES]
+        packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+        data = packer.compress("".join(block).encode("utf-8")) + packer.flush()
+        entry = {
+            "offset": len(blocks),
+            "length": len(data),
+            "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        }
+        idx.append(block[0].split(" {", 1)[0] + " " + json.dumps(entry) + "\n")
+        blocks += data
+    return bytes(blocks), "".join(idx)
 
 
 def page_text(content: bytes, content_type: str, declared: str | None) -> tuple[str, str]:
@@ -180,7 +212,9 @@ def export_wacz(archive: FsPath, output: FsPath, options: ExportOptions) -> Expo
                 if c.offset + c.length <= tail.good_end
             )
         lines.sort()
-        package.add("indexes/index.cdxj", "".join(lines).encode("utf-8"))
+        blocks, idx = compressed_index(lines)
+        package.add(f"indexes/{INDEX_DATA}", blocks, stored=True)
+        package.add("indexes/index.idx", idx.encode("utf-8"))
         pages = _pages(warcs, html_items, result)
         header = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages", "hasText": True}
         jsonl = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in [header, *pages])
