@@ -9,6 +9,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 [ -e /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need_apt+=(nginx libnginx-mod-http-echo)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv python3-pip)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v wget >/dev/null 2>&1 || need_apt+=(wget)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
@@ -26,6 +28,30 @@ echo "== installing Python dependencies into .venv"
 if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } >.venv/pip.log 2>&1; then
   cat .venv/pip.log >&2
   exit 1
+fi
+
+# The real replay clients of the interop tests (tests/test_interop_*.py), pinned.
+# ReplayWeb.page: only its built ui.js and sw.js are needed, taken from the npm package.
+REPLAYWEB_VERSION=2.5.3
+if ! grep -qs "\"version\": \"$REPLAYWEB_VERSION\"" .ci/node/replaywebpage/package.json; then
+  echo "== fetching replaywebpage $REPLAYWEB_VERSION"
+  rm -rf .ci/node/replaywebpage
+  mkdir -p .ci/node/replaywebpage
+  (cd .ci/node && npm pack --silent "replaywebpage@$REPLAYWEB_VERSION" >/dev/null \
+    && tar xzf "replaywebpage-$REPLAYWEB_VERSION.tgz" -C replaywebpage --strip-components=1 \
+      package/ui.js package/sw.js package/package.json \
+    && rm "replaywebpage-$REPLAYWEB_VERSION.tgz")
+fi
+# pywb gets its own virtual environment: its brotlipy would break brotli in .venv.
+PYWB_VERSION=2.10.0
+if ! .ci/pywb-venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('pywb') != '$PYWB_VERSION')" 2>/dev/null; then
+  echo "== installing pywb $PYWB_VERSION into .ci/pywb-venv"
+  rm -rf .ci/pywb-venv
+  python3 -m venv .ci/pywb-venv
+  if ! .ci/pywb-venv/bin/python -m pip install "pywb==$PYWB_VERSION" >.ci/pywb-venv/pip.log 2>&1; then
+    cat .ci/pywb-venv/pip.log >&2
+    exit 1
+  fi
 fi
 
 export PATH="$PWD/.venv/bin:$PATH"
