@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -193,6 +193,13 @@ def search_command(
     type=click.Path(path_type=Path),
     help="With --warc: the archive folder that gets the index (created if needed).",
 )
+@click.option(
+    "--link",
+    type=click.Choice(["copy", "hard", "symlink"]),
+    default="copy",
+    show_default=True,
+    help="With --warc: how ARCHIVE/warc/ gets the WARC files (copies, hard links or symlinks).",
+)
 @click.option("--pending", is_flag=True, help="Only index the pages an interrupted crawl left waiting.")
 @click.option(
     "--batch-size", default=2000, show_default=True, type=click.IntRange(1), help="Pages per commit."
@@ -208,6 +215,7 @@ def reindex_command(
     sources: tuple[Path, ...],
     warc_files: bool,
     output: Path | None,
+    link: Literal["copy", "hard", "symlink"],
     pending: bool,
     batch_size: int,
     max_chars: int,
@@ -232,8 +240,11 @@ def reindex_command(
             raise UsageError("--warc needs at least one WARC file")
         if output.exists() and not output.is_dir():
             raise UsageError(f"{output} is a file; give a folder for the archive")
+        from ..warc.importing import import_warcs
+
         output.mkdir(parents=True, exist_ok=True)
-        stats = reindex(output, list(sources), batch_size, max_chars, progress)
+        placed = import_warcs(list(sources), output, link)  # serve, export and warc check read them
+        stats = reindex(output, placed, batch_size, max_chars, progress)
         archive = output
     else:
         if output is not None:
