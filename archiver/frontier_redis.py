@@ -17,6 +17,12 @@ Redis alone decides who gets what; there is no coordinator process.
   leases are fewer than ``per_host_concurrency`` and its last lease is at least
   ``delay`` old, whichever worker asks.  Times are Redis's own clock (``TIME``), so
   machines need not agree on the time.
+* Work is shared fairly: a worker that asked for more than it got in the last
+  ``HUNGRY_SECONDS`` is *hungry*, and a host's free slot goes to the hungry worker
+  holding the fewest of that host's leases: a worker does not take it while another
+  hungry worker holds fewer.  Without this the worker finishing a URL, which asks for
+  the next one in the same script, would take back every slot it frees and the other
+  workers on a busy host would wait forever.
 * The crawl is over for everyone when no URL is queued and no lease is outstanding.
 
 When Redis stops answering, every call is retried with exponential backoff for
@@ -68,6 +74,8 @@ POLL_MAX = 0.5
 """Bounds of the wait between two looks at an empty (or host-bound) queue."""
 SWEEP_LIMIT = 200
 """Expired leases put back per script run, so one run stays short."""
+HUNGRY_SECONDS = 4 * POLL_MAX
+"""How long a worker that asked for work and got less counts as waiting for its share."""
 CONNECT_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 30.0
 RELEASE_TIMEOUT = 3.0
@@ -119,6 +127,8 @@ def global_delay(config: Config) -> float:
 #   hosts    ZSET   HOST -> when it may next be served; only hosts with queued URLs and a free slot
 #   next     HASH   HOST -> earliest start of its next lease (now + delay at the last lease)
 #   active   HASH   HOST -> leases outstanding
+#   mine     HASH   HOST|WORKER -> leases of HOST that WORKER holds
+#   hungry   ZSET   WORKER -> when it last asked for more work than it got
 #   leases   ZSET   key -> deadline
 #   owner    HASH   key -> "TOKEN|HOST|WORKER"
 #   counts   HASH   queued, done, failed, requeued, lost
@@ -143,11 +153,13 @@ local function offer(host)
 end
 local function unlease(key, owner, outcome)
   -- end the lease of KEY; OUTCOME 'requeue' puts it back at the head of its host's queue
-  local host = string.match(owner, '^%d+|(.*)|[^|]*$')
+  local host, worker = string.match(owner, '^%d+|(.*)|([^|]*)$')
   redis.call('HDEL', p..'owner', key)
   redis.call('ZREM', p..'leases', key)
   local active = redis.call('HINCRBY', p..'active', host, -1)
   if active <= 0 then redis.call('HDEL', p..'active', host) end
+  local mine = redis.call('HINCRBY', p..'mine', host..'|'..worker, -1)
+  if mine <= 0 then redis.call('HDEL', p..'mine', host..'|'..worker) end
   if outcome == 'requeue' then
     redis.call('LPUSH', p..'q:'..host, key)
     redis.call('HINCRBY', p..'counts', 'queued', 1)
@@ -174,19 +186,41 @@ local function owns(key, token, worker)
   end
   return nil
 end
+local function hungry_others(worker, now)
+  redis.call('ZREMRANGEBYSCORE', p..'hungry', '-inf', now - __HUNGRY__)
+  local others = {}
+  for _, name in ipairs(redis.call('ZRANGE', p..'hungry', 0, -1)) do
+    if name ~= worker then others[#others + 1] = name end
+  end
+  return others
+end
+local function fair(host, worker, others)
+  -- a free slot of HOST goes to the hungry worker holding the fewest of its leases
+  local mine = num(redis.call('HGET', p..'mine', host..'|'..worker), 0)
+  for _, name in ipairs(others) do
+    if num(redis.call('HGET', p..'mine', host..'|'..name), 0) < mine then return false end
+  end
+  return true
+end
 local function lease(worker, want, now, out)
   local ttl = num(redis.call('HGET', p..'meta', 'lease'), 30)
   local delay = num(redis.call('HGET', p..'meta', 'delay'), 0)
-  local taken = 0
+  local others = hungry_others(worker, now)
+  local taken, skipped = 0, 0
   while taken < want do
-    local host = redis.call('ZRANGEBYSCORE', p..'hosts', '-inf', now, 'LIMIT', 0, 1)[1]
+    local host = redis.call('ZRANGEBYSCORE', p..'hosts', '-inf', now, 'LIMIT', skipped, 1)[1]
     if not host then break end
-    local key = redis.call('LPOP', p..'q:'..host)
-    if not key then
-      redis.call('ZREM', p..'hosts', host)
+    local key = nil
+    if fair(host, worker, others) then
+      key = redis.call('LPOP', p..'q:'..host)
+      if not key then redis.call('ZREM', p..'hosts', host) end
     else
+      skipped = skipped + 1  -- left for a hungry worker that holds fewer of HOST's leases
+    end
+    if key then
       local token = redis.call('INCR', p..'tokens')
       local active = redis.call('HINCRBY', p..'active', host, 1)
+      redis.call('HINCRBY', p..'mine', host..'|'..worker, 1)
       redis.call('ZADD', p..'leases', now + ttl, key)
       redis.call('HSET', p..'owner', key, token..'|'..host..'|'..worker)
       local after = now + delay
@@ -203,6 +237,11 @@ local function lease(worker, want, now, out)
     end
   end
   if taken > 0 then redis.call('HINCRBY', p..'counts', 'queued', -taken) end
+  if taken < want then
+    redis.call('ZADD', p..'hungry', now, worker)
+  else
+    redis.call('ZREM', p..'hungry', worker)
+  end
   return taken
 end
 local function state(now, out)
@@ -220,7 +259,7 @@ local function state(now, out)
   out[2] = leases
   out[3] = tostring(wait)
 end
-""".replace("__SWEEP__", str(SWEEP_LIMIT))
+""".replace("__SWEEP__", str(SWEEP_LIMIT)).replace("__HUNGRY__", repr(HUNGRY_SECONDS))
 
 ADD_SCRIPT = (
     _PRELUDE
@@ -444,6 +483,7 @@ class RedisFrontier:
                         args=[self.prefix, self.worker, "requeue", 0, *_flat(giving_back)], client=client
                     )
                 await client.hdel(self.prefix + "workers", self.worker)
+                await client.zrem(self.prefix + "hungry", self.worker)
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             if not giving_back:
                 return

@@ -82,11 +82,16 @@ def captures(archive: Path) -> list[tuple[str, int]]:
     return found
 
 
-def write_config(path: Path, **crawl: Any) -> Path:
+def write_config(path: Path, per_host_concurrency: int = 64, **crawl: Any) -> Path:
     values = {"max_tasks": 8, "lease_seconds": 30, "max_tries": 2, "timeout": 20.0, **crawl}
     lines = ["[crawl]"] + [f"{k} = {json.dumps(v)}" for k, v in values.items() if k != "timeout"]
     lines += ["[limits]", f"timeout = {values['timeout']}"]
-    lines += ["[politeness]", "delay = 0.0", "robots = false", "per_host_concurrency = 64"]
+    lines += [
+        "[politeness]",
+        "delay = 0.0",
+        "robots = false",
+        f"per_host_concurrency = {per_host_concurrency}",
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -202,6 +207,35 @@ async def test_three_processes_fetch_each_url_once_and_match_one_process(
     status = json.loads(out)
     assert (status["state"], status["frontier"], status["done"]) == ("complete", "redis", len(expected))
     assert status["shared"]["crawl_id"] == "three" and status["shared"]["workers"] == []
+
+
+@pytest.mark.timeout(180)
+async def test_workers_on_one_host_each_fetch_a_fair_share(
+    site: Site, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A crawl and two workers, one host, the default 4 slots per host: none starves."""
+    expected = build_site(site, 400, delay=0.01)
+    client = redis_server.client()
+
+    async def root_once_all_joined(request: web.Request) -> web.StreamResponse:
+        # The crawl starts first; its first page waits for the two workers to join.
+        for _ in range(1200):
+            if client.hlen("archiver:{fair}:workers") >= 3:
+                break
+            await asyncio.sleep(0.05)
+        raise web.HTTPFound("/p/0")
+
+    site.handler("/", root_once_all_joined)
+    archives = [tmp_path / f"w{n}" for n in range(3)]
+    config = write_config(tmp_path / "crawl.toml", per_host_concurrency=4, max_tasks=8)
+    try:
+        processes = await launch(redis_server, site.url("/"), archives, config, "fair")
+        await finish(processes, [a.with_suffix(".log") for a in archives], 150)
+    finally:
+        client.close()
+    fetched = [len(captures(archive)) for archive in archives]
+    assert sum(fetched) == len(expected)
+    assert min(fetched) >= 0.2 * len(expected), fetched
 
 
 @pytest.mark.timeout(180)
