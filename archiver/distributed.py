@@ -229,7 +229,15 @@ def worker_command(
     config = shared_config(frontier, crawl_id, overrides)
     config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
-    crawl = _run(config, pm, not (quiet or as_json) and sys.stderr.isatty())
+    from .frontier_redis import CrawlFinishedError
+
+    try:
+        crawl = _run(config, pm, not (quiet or as_json) and sys.stderr.isatty())
+    except CrawlFinishedError:
+        # Workers are often started in numbers by a script: one that comes after the
+        # end has nothing to do and did nothing wrong.
+        click.echo(f"Crawl {crawl_id!r} is finished: nothing left for this worker.", err=True)
+        return
     report = build_report(crawl)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -305,12 +313,52 @@ def _merged_lines(paths: Sequence[Path]) -> Iterator[str]:
             seen_last = line
 
 
+def _shared_crawl_of(sources: Sequence[Path]) -> tuple[str, str] | None:
+    """(Redis URL, crawl id) of the shared crawl the sources were workers of, if any."""
+    for source in sources:
+        tables = saved_shared_crawl(source)
+        if tables is not None:
+            crawl = tables.get("crawl", {})
+            return str(crawl.get("frontier", "")), str(crawl.get("crawl_id", ""))
+    return None
+
+
+def _shared_totals(sources: Sequence[Path]) -> dict[str, Any] | None:
+    """The shared crawl's own totals and state, from Redis.
+
+    A worker killed with SIGKILL writes no report, so the workers' reports alone
+    undercount; Redis counted every URL done, whoever did it.
+    """
+    found = _shared_crawl_of(sources)
+    if found is None:
+        return None
+    from .frontier_redis import FrontierUnavailableError, redacted
+
+    url, crawl_id = found
+    shared: dict[str, Any] = {"frontier": redacted(url), "crawl_id": crawl_id}
+    try:
+        counts = _read(url, crawl_id)["counts"]
+    except FrontierUnavailableError as exc:
+        log.warning("%s: the merged report sums the workers' reports only", exc)
+        shared["error"] = str(exc)
+        return shared
+    shared.update(
+        done=counts.done,
+        failed=counts.failed,
+        queued=counts.queued,
+        in_flight=counts.in_flight,
+        complete=counts.seen > 0 and counts.queued == 0 and counts.in_flight == 0,
+    )
+    return shared
+
+
 def _merge_reports(archive: Path, sources: Sequence[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {
         "archive": str(archive),
         "merged_from": [str(s) for s in sources],
         "complete": True,
     }
+    without_report: list[str] = []
     totals: Counter[str] = Counter()
     tables: dict[str, Counter[str]] = {}
     starts: list[str] = []
@@ -321,6 +369,7 @@ def _merge_reports(archive: Path, sources: Sequence[Path]) -> dict[str, Any]:
             report = json.loads((source / REPORT_NAME).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             merged["complete"] = False
+            without_report.append(str(source))
             continue
         merged["complete"] = merged["complete"] and bool(report.get("complete"))
         for key in ("pages", "failed", "bytes", "redirects", "retries"):
@@ -335,6 +384,15 @@ def _merge_reports(archive: Path, sources: Sequence[Path]) -> dict[str, Any]:
     merged["roots"] = roots
     if starts:
         merged["started_at"], merged["finished_at"] = min(starts), max(ends)
+    if without_report:
+        merged["without_report"] = without_report  # killed: their pages are in the WARC files
+    shared = _shared_totals(sources)
+    if shared is not None:
+        merged["shared"] = shared
+        if "error" not in shared:
+            # Redis counts a URL `done` or `failed` once, whichever worker handled it.
+            merged["pages"], merged["failed"] = shared["done"], shared["failed"]
+            merged["complete"] = shared["complete"]
     return merged
 
 

@@ -52,7 +52,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .archive import dump_toml
-from .errors import ArchiveError, ConfigError
+from .errors import ArchiveError, ConfigError, UsageError
 from .frontier import Counts, Item
 from .model import LinkKind
 from .politeness import DEFAULT_DELAY
@@ -89,6 +89,10 @@ class FrontierUnavailableError(ArchiveError):
 
 class FrontierLostError(FrontierUnavailableError):
     """Redis stopped answering during a crawl and did not come back in time."""
+
+
+class CrawlFinishedError(UsageError):
+    """The crawl id names a crawl that is over: running it again would fetch nothing."""
 
 
 def prefix_for(crawl_id: str) -> str:
@@ -442,6 +446,11 @@ class RedisFrontier:
         except redis_errors.RedisError as exc:
             await client.aclose()
             raise FrontierUnavailableError(f"Redis frontier at {redacted(self.url)}: {exc}") from None
+        try:
+            await self._refuse_finished(client)
+        except BaseException:
+            await client.aclose()
+            raise
         self._redis = client
         for name, text in (
             ("add", ADD_SCRIPT),
@@ -459,6 +468,23 @@ class RedisFrontier:
             await pipe.execute()
         self.round_trips.other += 2
         self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
+
+    async def _refuse_finished(self, client: aioredis.Redis) -> None:
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.exists(self.prefix + "config")
+            pipe.hgetall(self.prefix + "counts")
+            pipe.zcard(self.prefix + "leases")
+            pipe.scard(self.prefix + "seen")
+            started, totals, leases, seen = await pipe.execute()
+        self.round_trips.other += 1
+        counts = counts_from(totals, leases, seen)
+        if started and counts.seen > 0 and counts.queued == 0 and counts.in_flight == 0:
+            raise CrawlFinishedError(
+                f"crawl {self.crawl_id!r} at {redacted(self.url)} is finished ({counts.done} done,"
+                f" {counts.failed} failed): nothing left to fetch. Start a new crawl with another"
+                f" --crawl-id, or delete this one first: redis-cli --scan --pattern"
+                f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli del"
+            )
 
     async def close(self) -> None:
         self._closing = True

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,14 @@ async def test_a_killed_worker_leases_are_finished_by_the_others(
     assert {path for path, _ in captures(merged)} == expected
     assert all(p.with_suffix("").with_suffix(".cdxj").is_file() for p in (merged / "warc").glob("*.warc.gz"))
 
+    # The victim wrote no report: the merged one takes the shared crawl's own counts and state.
+    report = json.loads((merged / "report.json").read_text())
+    assert report["without_report"] == [str(archives[2])]
+    assert report["complete"] is True and report["shared"]["complete"] is True
+    assert report["pages"] + report["failed"] == len(expected), report
+    code, out = await run(["status", str(merged)])
+    assert code == 0 and out.splitlines()[0].endswith("complete"), out
+
 
 @pytest.mark.timeout(180)
 async def test_merge_gives_one_archive_for_search_and_export(
@@ -319,6 +328,21 @@ async def test_merge_gives_one_archive_for_search_and_export(
     assert code == 0, again
     second = json.loads(again)
     assert (second["linked"], second["copied"]) == (0, 0) and second["already"] >= 1
+
+    # The merged archive's crawl.toml describes it: its own folder, no frontier to resume.
+    saved = tomllib.loads((merged / "crawl.toml").read_text())
+    assert saved["crawl"]["output"] == str(merged) and saved["crawl"]["frontier"] == "memory"
+    report = json.loads((merged / "report.json").read_text())
+    assert report["shared"]["crawl_id"] == "merge" and report["complete"] is True
+
+    # The crawl id is finished: running the crawl again says so and fetches nothing.
+    site.hits.clear()
+    shared = ["--frontier", redis_server.url, "--crawl-id", "merge", *CRAWLERS]
+    code, out = await run(["crawl", site.url("/"), "-o", str(tmp_path / "again"), "-c", str(config), *shared])
+    assert code == 2 and "crawl 'merge'" in out and "is finished" in out and "Traceback" not in out, out
+    code, out = await run(["worker", "-o", str(tmp_path / "late"), *shared])
+    assert code == 0 and "is finished" in out, out
+    assert not site.hits
 
 
 async def test_hook_archive_merged(tmp_path: Path) -> None:
