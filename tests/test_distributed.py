@@ -410,7 +410,8 @@ async def test_redis_lost_mid_crawl_stops_cleanly_with_a_message(
     lines = err.decode().strip().splitlines()
     assert process.returncode == 1, lines
     assert lines[-1].startswith(f"archiver: error: lost the Redis frontier at {redis_server.url}"), lines
-    assert "pausing, retrying for up to 5 s" in lines[0]
+    # A loaded machine may first warn of a late lease renewal: the pause need not be line 1.
+    assert any("pausing, retrying for up to 5 s" in line for line in lines), lines
     assert time.monotonic() - stopped >= 4
     assert not list((archive / "warc").glob("*.open"))
     fetched = {path for path, _ in captures(archive)}
