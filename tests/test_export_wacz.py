@@ -137,3 +137,24 @@ async def test_wacz_of_a_crawl_cut_short(site: Site, crawl_archive: CrawlFn, tmp
         assert records  # whole records only: warcio reads to the end without an error
         index = index_lines(wacz)
         assert index and all(int(json.loads(line.split(" ", 2)[2])["offset"]) < len(packed) for line in index)
+
+
+def test_compressed_index_blocks_are_found_through_the_idx() -> None:
+    """A large index is cut into gzip blocks of INDEX_BLOCK_LINES lines, each one reachable alone."""
+    from archiver_plugins.mirror.wacz import INDEX_BLOCK_LINES, compressed_index
+
+    lines = sorted(
+        f'com,example)/p/{n:05d} 20240101000000 {{"url": "http://example.com/p/{n:05d}", "offset": "{n}"}}\n'
+        for n in range(2 * INDEX_BLOCK_LINES + 10)
+    )
+    blocks, idx = compressed_index(lines)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as package:
+        package.writestr("indexes/index.cdx.gz", blocks)
+        package.writestr("indexes/index.idx", idx)
+    with zipfile.ZipFile(buffer) as package:
+        assert index_lines(package) == [line.rstrip("\n") for line in lines]
+    entries = idx.splitlines()[1:]
+    assert [entry.split(" {")[0] for entry in entries] == [
+        lines[n].split(" {")[0] for n in (0, INDEX_BLOCK_LINES, 2 * INDEX_BLOCK_LINES)
+    ]
