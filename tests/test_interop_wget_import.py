@@ -7,6 +7,7 @@ search hit replays, `/browse` lists the site, `export` and `warc check` read it.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import re
 import shutil
@@ -14,8 +15,11 @@ from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.index.search import search
 from archiver_plugins.web.app import make_app
 from conftest import Site
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from archiver.cli import main
 
@@ -97,6 +101,26 @@ async def test_a_wget_warc_reindexed_is_served_exported_and_checked(site: Site, 
     pages = "".join(p.read_text(errors="replace") for p in mirror.rglob("*.html"))
     assert "The lighthouse keeper polishes the lens." in pages and "Spring tides" in pages
     assert any(p.read_text() == STYLESHEET for p in mirror.rglob("*.css"))
+
+    # A second tool's WARC joins the archive; the index then covers both.
+    second = tmp_path / "second.warc.gz"
+    with second.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        body = b"<title>Harbour</title><p>Ferries leave the harbour at dawn.</p>"
+        writer.write_record(
+            writer.create_warc_record(
+                "http://harbour.test/",
+                "response",
+                payload=io.BytesIO(body),
+                length=len(body),
+                http_headers=headers,
+            )
+        )
+    assert await archiver("reindex", "--warc", str(second), "-o", str(archive)) == 0
+    for word, url in (("ferries", "http://harbour.test/"), ("causeway", site.url("/tides.html"))):
+        found = await asyncio.to_thread(search, archive, word)
+        assert [hit.url for hit in found.hits] == [url]
 
     # Importing the same file again keeps it; a different file under the same name is refused.
     assert await archiver("reindex", "--warc", str(warc), "-o", str(archive)) == 0

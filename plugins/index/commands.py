@@ -243,8 +243,8 @@ def reindex_command(
         from ..warc.importing import import_warcs
 
         output.mkdir(parents=True, exist_ok=True)
-        placed = import_warcs(list(sources), output, link)  # serve, export and warc check read them
-        stats = reindex(output, placed, batch_size, max_chars, progress)
+        import_warcs(list(sources), output, link)  # serve, export and warc check read them there
+        stats = reindex(output, None, batch_size, max_chars, progress)  # all the archive's WARC files
         archive = output
     else:
         if output is not None:
