@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from archiver.errors import UsageError
+from archiver.errors import ArchiveError, UsageError
 
 if TYPE_CHECKING:
     from .search import SearchResults
@@ -247,7 +247,11 @@ def reindex_command(
             return
         stats = reindex(archive, None, batch_size, max_chars, progress)
     skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
+    if stats.skipped_records:
+        skipped += f"; {stats.skipped_records} unreadable records skipped"
     click.echo(
         f"indexed {stats.indexed:,} pages from {stats.files} WARC files into {archive}"
         f" in {stats.seconds:.1f} s{skipped}"
     )
+    if stats.skipped_files or stats.skipped_records:
+        raise ArchiveError("some WARC records could not be read (each is named above)")
