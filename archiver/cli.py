@@ -24,6 +24,7 @@ from .crawllog import build_report
 from .errors import ArchiverError
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Crawl
+from .terminal import PrintableFormatter, echo, printable
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,7 +44,7 @@ def setup_logging(verbose: int, quiet: bool) -> None:
         else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -191,16 +192,16 @@ def crawl(
     if dry:
         from .why import dry_run
 
-        click.echo(dry_run(config))
+        echo(dry_run(config))
         return
     from .resume import plan_run
 
     proceed, message = plan_run(config, recrawl=recrawl)
     if not proceed:
-        click.echo(message)
+        echo(message)
         return
     if message and not quiet:
-        click.echo(message, err=True)
+        echo(message, err=True)
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     show_bar = not (quiet or as_json) and sys.stderr.isatty()
     crawl_result = _run(config, pm, show_bar)
@@ -208,7 +209,7 @@ def crawl(
     if as_json:
         click.echo(json.dumps(report, indent=2))
     elif not quiet:
-        click.echo(human_summary(report), err=False)
+        echo(human_summary(report))
     if crawl_result.interrupted:
         signum = crawl_result.extra.get("signal", signal.SIGINT)
         if not quiet and not as_json:
@@ -301,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         pm = _startup_pm()
     except ArchiverError as exc:
-        click.echo(f"archiver: error: {exc}", err=True)
+        echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
     Hooks(pm)  # validates specs before commands are added
     if not getattr(cli, "_plugin_commands_added", False):
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except ArchiverError as exc:
-        click.echo(f"archiver: error: {exc}", err=True)
+        echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
