@@ -19,8 +19,10 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+from warcio.bufferedreaders import ChunkedDataReader
 from whoosh import index as whoosh_index
 
+from archiver.decode import decode_content
 from archiver.errors import ArchiveError, UsageError
 
 from ..warc.members import ReadLimits, RecordError, iter_members, parse_record, read_member
@@ -78,7 +80,20 @@ def media_type(raw: str | None) -> tuple[str, str | None]:
 
 
 def _read_payload(record: Any, limits: ReadLimits) -> bytes:
-    return bytes(record.content_stream().read(min(MAX_CONTENT, limits.max_decoded_size)))
+    """The body with its transfer and content codings undone, within the crawl's caps."""
+    http = record.http_headers
+    stream = record.raw_stream
+    if (http.get_header("Transfer-Encoding") or "").lower() == "chunked":
+        stream = ChunkedDataReader(stream)
+    decoded = decode_content(
+        stream.read(),
+        http.get_header("Content-Encoding"),
+        min(MAX_CONTENT, limits.max_decoded_size),
+        limits.max_decompression_ratio,
+    )
+    if decoded.error:
+        raise ArchiveError(decoded.error)
+    return decoded.content
 
 
 def _payload_at(path: Path, offset: int, limits: ReadLimits) -> bytes | None:
@@ -145,7 +160,7 @@ def _capture(
             return None
         try:
             content = _read_payload(record, limits)
-        except Exception as exc:  # a corrupt gzip body or chunking: skip this record
+        except Exception as exc:  # a corrupt or too large body: skip this record
             log.warning("reindex: %s: offset %d: skipped %s: %s", path, offset, url, exc)
             return None
         if digest:

@@ -112,6 +112,7 @@ class StoredResponse:
 class _FileIndex:
     stamp: tuple[int, int, str]
     captures: list[Capture]
+    problems: list[str]
 
 
 @dataclass
@@ -125,8 +126,6 @@ class WarcArchive:
     folder: Path
     only: tuple[str, ...] = ()
     limits: ReadLimits = DEFAULT_LIMITS
-    problems: list[str] = field(default_factory=list)
-    """One line per damaged index line or unreadable record met while indexing (file, offset, why)."""
     _files: dict[str, _FileIndex] = field(default_factory=dict, repr=False)
     _sorted: list[tuple[str, str, int]] | None = field(default=None, repr=False)
     _all: list[Capture] = field(default_factory=list, repr=False)
@@ -164,13 +163,14 @@ class WarcArchive:
             if known is not None and known.stamp == stamp:
                 seen[path.name] = known
                 continue
-            report = self.problems.append
+            problems: list[str] = []
+            report = problems.append
             captures = (
                 [c for c in read_cdxj(cdxj, report) if self._names_file(c, path, report)]
                 if use_cdxj
                 else list(index_warc(path, limits=self.limits, report=report))
             )
-            seen[path.name] = _FileIndex(stamp, captures)
+            seen[path.name] = _FileIndex(stamp, captures, problems)
         self._files = seen
         self._all = [c for index in seen.values() for c in index.captures]
         self._sorted = sorted((c.urlkey, c.timestamp, position) for position, c in enumerate(self._all))
@@ -178,6 +178,12 @@ class WarcArchive:
         for capture in self._all:
             if capture.digest and not capture.is_revisit:
                 self._by_digest.setdefault(capture.digest, capture)
+
+    @property
+    def problems(self) -> list[str]:
+        """One line (file, offset or line, why) per index line or record the index had to skip."""
+        self._index()
+        return [problem for index in self._files.values() for problem in index.problems]
 
     def _names_file(self, capture: Capture, path: Path, report: Any) -> bool:
         try:
