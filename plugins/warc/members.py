@@ -188,13 +188,13 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
         if not head and line in (b"\r\n", b"\n"):
             offset += len(line)  # blank lines between records
             continue
+        if not head and not line.startswith(b"WARC/"):
+            return Member(offset, 0, b"", f"not a WARC record (starts with {line[:20]!r})", fatal=True)
         head += line
         if len(head) > _HEADER_SLACK:
             return Member(offset, 0, b"", "WARC header block too long", fatal=True)
         if line in (b"\r\n", b"\n"):
             break
-    if not head.startswith(b"WARC/"):
-        return Member(offset, 0, b"", f"not a WARC record (starts with {bytes(head[:20])!r})", fatal=True)
     length = _content_length(bytes(head))
     if length is None:
         return Member(offset, 0, b"", "missing or invalid Content-Length", fatal=True)
