@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ import click
 from . import __version__
 from .config import load_config
 from .crawllog import build_report
-from .errors import ArchiverError
+from .errors import ArchiverError, is_read_only, read_only_message
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Crawl
 from .terminal import PrintableFormatter, echo, printable
@@ -323,6 +324,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArchiverError as exc:
         echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        if not is_read_only(exc):
+            raise
+        echo(f"archiver: error: {printable(read_only_message(exc))}", err=True)
+        return 1
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc):
+            raise
+        echo(f"archiver: error: a database of the archive is read-only ({exc})", err=True)
+        return 1
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from warcio.bufferedreaders import ChunkedDataReader
 from whoosh import index as whoosh_index
 
 from archiver.decode import decode_content
-from archiver.errors import ArchiveError, UsageError
+from archiver.errors import ArchiveError, UsageError, check_writable
 
 from ..warc.members import ReadLimits, RecordError, iter_members, parse_record, read_member
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
@@ -192,6 +192,7 @@ def reindex(
     for path in paths:
         if not path.is_file():
             raise UsageError(f"not a WARC file: {path}")
+    check_writable(archive, "build its index")
     stats = ReindexStats()
     started = time.monotonic()
     with WriterLock(archive):
@@ -260,6 +261,7 @@ def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX
     path = spool_path(archive)
     if not path.exists():
         return 0
+    check_writable(path.parent, "index the waiting pages")
     spool = Spool(path)
     waiting = spool.pending()
     spool.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -71,6 +72,8 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
             continue
         damaged += 1
         if truncate and any(f.fatal for f in report.faults):
+            if not os.access(path, os.W_OK):
+                raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
             cut = truncate_to_last_good(path, limits)
             echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
     if faults:
