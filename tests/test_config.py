@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +137,34 @@ def test_numeric_option_bounds(tmp_path: Path, name: str) -> None:
         message = str(caught.value)
         assert message.startswith(f"{name}: must be "), message
         assert f"{high:g}" in message or str(int(high)) in message, message
+
+
+def _plugin_checks() -> list[tuple[str, str, float, float, Callable[[dict[str, Any]], object]]]:
+    from archiver_plugins import links, sitemap
+    from archiver_plugins.index import _KEYS, parse_options
+    from archiver_plugins.warc.settings import BOUNDS as WARC_BOUNDS
+    from archiver_plugins.warc.settings import parse_settings
+
+    def through_config(name: str, read: Callable[[Config], object]) -> Callable[[dict[str, Any]], object]:
+        return lambda table: read(Config(plugins={name: table}))
+
+    checks = [("warc", key, low, high, parse_settings) for key, (low, high) in WARC_BOUNDS.items()]
+    checks += [
+        ("index", key, low, high, parse_options)
+        for key, (kind, low, high) in _KEYS.items()
+        if kind is not bool
+    ]
+    checks.append(("links", "max_parse_size", 1, 1 << 32, through_config("links", links._settings)))
+    checks.append(("sitemap", "max_size", 1, 1 << 32, through_config("sitemap", sitemap._settings)))
+    return checks
+
+
+@pytest.mark.parametrize(("plugin", "key", "low", "high", "parse"), _plugin_checks())
+def test_plugin_numeric_settings_have_bounds(
+    plugin: str, key: str, low: float, high: float, parse: Callable[[dict[str, Any]], object]
+) -> None:
+    parse({key: int(high) if high == int(high) else high})
+    for bad in (int(high) + 1, 9223372036854775807, low - 1 if low >= 1 else -1.0):
+        with pytest.raises(ConfigError) as caught:
+            parse({key: bad})
+        assert str(caught.value).startswith(f"plugins.{plugin}.{key}: "), str(caught.value)

@@ -29,7 +29,7 @@ from archiver.model import find_header
 
 from .capture import Capture, parse_status
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, read_cdxj
-from .members import DEFAULT_LIMITS, ReadLimits, RecordError, parse_record, read_member
+from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, parse_record, read_member
 from .surt import surt
 
 __all__ = ["Capture", "ReadLimits", "RecordError", "StoredResponse", "WarcArchive", "open_archive"]
@@ -283,6 +283,10 @@ class WarcArchive:
         path = self.path_of(capture)
         with path.open("rb") as handle:
             member = read_member(handle, capture.offset, self.limits)
+        return self.response_of(capture, path, member)
+
+    def response_of(self, capture: Capture, path: Path, member: Member) -> StoredResponse:
+        """The stored response in `member`, the record of `capture` read from `path`."""
         if member.problem:
             raise RecordError(path, capture.offset, member.problem)
         record = parse_record(member, path)
