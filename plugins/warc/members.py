@@ -111,44 +111,41 @@ def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Itera
 
     After a member whose `fatal` is set nothing more is yielded.
     """
-    gzipped = is_gzip(handle)
+    if not is_gzip(handle):
+        offset = 0
+        while (record := _plain_record(handle, offset, limits.max_record_size)) is not None:
+            yield record
+            if record.fatal:
+                return
+            offset = record.offset + record.length
+        return
     offset = 0
-    while True:
-        member = (
-            _gzip_member(handle, offset, limits.max_record_size)
-            if gzipped
-            else _plain_record(handle, offset, limits.max_record_size)
-        )
-        if member is None:
-            return
+    pending = handle.read(_CHUNK)
+    while pending:
+        member, pending = _gzip_member(handle, offset, pending, limits.max_record_size)
         yield member
         if member.fatal:
             return
-        offset = member.offset + member.length
+        offset += member.length
+        if not pending:
+            pending = handle.read(_CHUNK)
 
 
 def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMITS) -> Member:
     """The one record at `offset` (a gzip member or an uncompressed record)."""
     handle.seek(offset)
-    gzipped = is_gzip(handle)
-    member = (
-        _gzip_member(handle, offset, limits.max_record_size)
-        if gzipped
-        else _plain_record(handle, offset, limits.max_record_size)
-    )
-    if member is None:
-        return Member(offset, 0, b"", "no record here (end of file)", fatal=True)
-    return member
+    if is_gzip(handle):
+        member, _rest = _gzip_member(handle, offset, handle.read(_CHUNK), limits.max_record_size)
+        return member
+    found = _plain_record(handle, offset, limits.max_record_size)
+    return found or Member(offset, 0, b"", "no record here (end of file)", fatal=True)
 
 
-def _gzip_member(handle: BinaryIO, offset: int, cap: int) -> Member | None:
-    handle.seek(offset)
-    data = handle.read(_CHUNK)
-    if not data:
-        return None
+def _gzip_member(handle: BinaryIO, offset: int, data: bytes, cap: int) -> tuple[Member, bytes]:
+    """The member starting with `data` (read on from `handle` as needed), and the bytes after it."""
     if not data.startswith(_GZIP_MAGIC):
         what = "NUL bytes" if not data.strip(b"\0") else "bytes that are not a gzip member"
-        return Member(offset, 0, b"", f"{what} where a record should start", fatal=True)
+        return Member(offset, 0, b"", f"{what} where a record should start", fatal=True), b""
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
     out = bytearray()
     fed = len(data)
@@ -156,24 +153,22 @@ def _gzip_member(handle: BinaryIO, offset: int, cap: int) -> Member | None:
         try:
             out += inflater.decompress(data, cap + 1 - len(out))
         except zlib.error as exc:
-            return Member(offset, 0, b"", f"corrupt gzip member: {exc}", fatal=True)
+            return Member(offset, 0, b"", f"corrupt gzip member: {exc}", fatal=True), b""
         if len(out) > cap:
-            return Member(
-                offset,
-                0,
-                b"",
+            why = (
                 f"record decompresses to more than {cap} bytes (from {fed} or more stored):"
-                " skipped, with the rest of the file",
-                fatal=True,
+                " skipped, with the rest of the file"
             )
+            return Member(offset, 0, b"", why, fatal=True), b""
         if inflater.eof:
-            return Member(offset, fed - len(inflater.unused_data), bytes(out))
+            rest = inflater.unused_data
+            return Member(offset, fed - len(rest), bytes(out)), rest
         data = inflater.unconsumed_tail
         if not data:
             data = handle.read(_CHUNK)
             fed += len(data)
             if not data:
-                return Member(offset, 0, b"", "record cut off (gzip member has no end)", fatal=True)
+                return Member(offset, 0, b"", "record cut off (gzip member has no end)", fatal=True), b""
 
 
 def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:

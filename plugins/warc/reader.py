@@ -21,14 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError
 from archiver.model import find_header
 
 from .capture import Capture, parse_status
-from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, read_cdxj
+from .cdxj import WARC_SUFFIXES, Report, cdxj_path_for, index_warc, read_cdxj
 from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, parse_record, read_member
 from .surt import surt
 
@@ -185,7 +184,7 @@ class WarcArchive:
         self._index()
         return [problem for index in self._files.values() for problem in index.problems]
 
-    def _names_file(self, capture: Capture, path: Path, report: Any) -> bool:
+    def _names_file(self, capture: Capture, path: Path, report: Report) -> bool:
         try:
             resolve_warc(self.folder, capture.filename)
         except ArchiveError as exc:
