@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,9 +22,10 @@ import click
 from . import __version__
 from .config import load_config
 from .crawllog import build_report
-from .errors import ArchiverError
+from .errors import ArchiverError, is_read_only, read_only_message
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Crawl
+from .terminal import PrintableFormatter, echo, printable
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,7 +45,7 @@ def setup_logging(verbose: int, quiet: bool) -> None:
         else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -191,16 +193,16 @@ def crawl(
     if dry:
         from .why import dry_run
 
-        click.echo(dry_run(config))
+        echo(dry_run(config))
         return
     from .resume import plan_run
 
     proceed, message = plan_run(config, recrawl=recrawl)
     if not proceed:
-        click.echo(message)
+        echo(message)
         return
     if message and not quiet:
-        click.echo(message, err=True)
+        echo(message, err=True)
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     show_bar = not (quiet or as_json) and sys.stderr.isatty()
     crawl_result = _run(config, pm, show_bar)
@@ -208,7 +210,7 @@ def crawl(
     if as_json:
         click.echo(json.dumps(report, indent=2))
     elif not quiet:
-        click.echo(human_summary(report), err=False)
+        echo(human_summary(report))
     if crawl_result.interrupted:
         signum = crawl_result.extra.get("signal", signal.SIGINT)
         if not quiet and not as_json:
@@ -301,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         pm = _startup_pm()
     except ArchiverError as exc:
-        click.echo(f"archiver: error: {exc}", err=True)
+        echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
     Hooks(pm)  # validates specs before commands are added
     if not getattr(cli, "_plugin_commands_added", False):
@@ -320,8 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except ArchiverError as exc:
-        click.echo(f"archiver: error: {exc}", err=True)
+        echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        if not is_read_only(exc):
+            raise
+        echo(f"archiver: error: {printable(read_only_message(exc))}", err=True)
+        return 1
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc):
+            raise
+        echo(f"archiver: error: a database of the archive is read-only ({exc})", err=True)
+        return 1
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:

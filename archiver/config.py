@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import tomllib
 import types
@@ -145,8 +146,39 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 
 _FIELD_TYPES = typing.get_type_hints(Config)
-_MINIMUM_ONE = {"max_tasks", "max_tries", "per_host_concurrency", "lease_seconds"}
-_NEGATIVE_MEANS_AUTO = {"delay"}
+_DAY = 86_400.0
+_GIB = 1 << 30
+BOUNDS: dict[str, tuple[float, float]] = {
+    # [crawl]
+    "max_tasks": (1, 10_000),
+    "max_redirect": (0, 100),
+    "max_tries": (1, 100),
+    "max_depth": (0, 1_000_000),
+    "max_pages": (0, 10**12),
+    "lease_seconds": (1, _DAY),
+    "retry_backoff": (0, 3_600),
+    # [limits]
+    "timeout": (0, _DAY),
+    "connect_timeout": (0, _DAY),
+    "first_byte_timeout": (0, _DAY),
+    "min_rate": (0, _GIB),
+    "rate_window": (0, _DAY),
+    "max_body_size": (0, 16 * _GIB),
+    "max_decoded_size": (0, 16 * _GIB),
+    "max_decompression_ratio": (0, 1_000_000),
+    "max_url_length": (0, 1_000_000),
+    "max_links_per_page": (0, 10_000_000),
+    "max_header_size": (0, 64 * 1024 * 1024),
+    "max_repeated_segments": (0, 1_000),
+    "max_query_variants": (0, 10**9),
+    "max_pages_per_host": (0, 10**12),
+    # [politeness]
+    "per_host_concurrency": (1, 1_000),
+    "delay": (-math.inf, _DAY),
+    "retry_after_max": (0, 7 * _DAY),
+}
+"""Allowed range of every numeric option: wider than any real crawl needs, narrow enough that a
+typo cannot ask for 2**63 workers or a delay longer than a day.  `delay` below 0 means auto."""
 
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
@@ -186,12 +218,8 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def _check_values(config: Config) -> None:
-    for name in SECTIONS["crawl"] + SECTIONS["limits"] + SECTIONS["politeness"]:
-        value = getattr(config, name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            floor = 1 if name in _MINIMUM_ONE else 0
-            if value < floor and name not in _NEGATIVE_MEANS_AUTO:
-                raise ConfigError(f"{name}: must be at least {floor}, got {value}")
+    for name, (low, high) in BOUNDS.items():
+        check_number(name, getattr(config, name), low, high)
     for name in ("include", "exclude"):
         for pattern in getattr(config, name):
             try:
@@ -201,6 +229,25 @@ def _check_values(config: Config) -> None:
     frontier = config.frontier
     if frontier not in ("memory", "sqlite") and not frontier.startswith(("redis://", "rediss://")):
         raise ConfigError(f"frontier: expected 'memory', 'sqlite' or a redis:// URL, got {frontier!r}")
+
+
+def _shown(bound: float) -> str:
+    return str(int(bound)) if bound == int(bound) else str(bound)
+
+
+def check_number(name: str, value: float, low: float, high: float) -> None:
+    """Raise ConfigError unless `value` is a finite number from `low` to `high`; the error gives the range.
+
+    For plugins too: ``check_number("plugins.warc.gzip_level", value, 1, 9)``.
+    """
+    allowed = f" ({_shown(low)} to {_shown(high)})" if math.isfinite(low) else ""
+    if not math.isfinite(value):
+        limit = allowed or f" (at most {_shown(high)})"
+        raise ConfigError(f"{name}: must be a finite number{limit}, got {value}")
+    if value < low:
+        raise ConfigError(f"{name}: must be at least {_shown(low)}{allowed}, got {value}")
+    if value > high:
+        raise ConfigError(f"{name}: must be at most {_shown(high)}{allowed}, got {value}")
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -6,6 +6,10 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 
 class ArchiverError(Exception):
     """A problem the user can act on; `str(error)` is the whole message."""
@@ -50,3 +54,26 @@ class FetchError(ArchiverError):
         self.message = message
         self.kind = kind
         self.attempts = attempts
+
+
+def is_read_only(exc: OSError) -> bool:
+    """True for a write refused by permissions or a read-only file system."""
+    return isinstance(exc, PermissionError) or exc.errno == errno.EROFS
+
+
+def read_only_message(exc: OSError) -> str:
+    """One line naming what could not be written: a read-only archive is a user's situation, not a bug."""
+    name = exc.filename
+    if not name:
+        return f"cannot write: {exc.strerror or exc} (is the archive read-only?)"
+    path = Path(os.fsdecode(name))
+    where = path if os.path.lexists(path) else path.parent
+    if exc.errno == errno.EROFS or (os.path.lexists(where) and not os.access(where, os.W_OK)):
+        return f"{path} is read-only ({exc.strerror})"
+    return f"{path}: {exc.strerror}"
+
+
+def check_writable(folder: Path, doing: str) -> None:
+    """Raise ArchiveError when this user cannot write in `folder` (a read-only archive)."""
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise ArchiveError(f"{folder} is read-only: cannot {doing}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .errors import ArchiveError, ArchiveLockedError
+from .errors import ArchiveError, ArchiveLockedError, is_read_only
 
 LOCK_NAME = "crawl.lock"
 _RETRY_SECONDS = 0.5
@@ -81,6 +81,8 @@ class ArchiveLock:
             self.archive.mkdir(parents=True, exist_ok=True)
             handle = self.path.open("a+", encoding="utf-8")
         except OSError as exc:
+            if is_read_only(exc):
+                raise ArchiveError(f"{self.archive} is read-only: cannot lock it for writing") from None
             raise ArchiveError(f"cannot lock {self.archive}: {exc.strerror or exc}") from None
         deadline = time.monotonic() + _RETRY_SECONDS
         while True:

@@ -19,6 +19,7 @@ from .archive import CONFIG_NAME
 from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
+from .terminal import echo
 
 if TYPE_CHECKING:
     from .frontier import Counts
@@ -161,4 +162,4 @@ def status_command(archive: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(status.to_json(), indent=2, default=str))
     else:
-        click.echo(_describe(status))
+        echo(_describe(status))

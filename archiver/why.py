@@ -21,6 +21,7 @@ import click
 from .config import Config, load_config
 from .errors import FetchError, UsageError
 from .model import LinkKind, Page
+from .terminal import echo
 
 if TYPE_CHECKING:
     from .robots import RobotsEntry
@@ -209,7 +210,7 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([asdict(r) for r in results], indent=2))
         return
-    click.echo("\n\n".join(render(r) for r in results))
+    echo("\n\n".join(render(r) for r in results))
 
 
 async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]:

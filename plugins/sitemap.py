@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from archiver import ConfigError, Link, LinkKind, hookimpl
+from archiver.config import check_number
 
 if TYPE_CHECKING:
     from archiver import Crawl, Page
@@ -58,8 +59,9 @@ def _settings(config: Config) -> dict[str, Any]:
     if not isinstance(settings["discover"], bool):
         raise ConfigError(f"plugins.sitemap.discover: expected true or false, got {settings['discover']!r}")
     size = settings["max_size"]
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    if isinstance(size, bool) or not isinstance(size, int):
         raise ConfigError(f"plugins.sitemap.max_size: expected a positive whole number, got {size!r}")
+    check_number("plugins.sitemap.max_size", size, 1, 1 << 32)
     return settings
 
 

@@ -12,6 +12,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archiver.config import check_number
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
@@ -29,13 +30,13 @@ if TYPE_CHECKING:
 
 FEEDER_KEY = "index.feeder"
 
-_KEYS: dict[str, tuple[type, float]] = {
-    "batch_size": (int, 1),
-    "batch_seconds": (float, 0.1),
-    "queue_size": (int, 1),
-    "max_chars": (int, 1000),
-    "crawl_share": (float, 0.01),
-    "wait": (bool, 0),
+_KEYS: dict[str, tuple[type, float, float]] = {
+    "batch_size": (int, 1, 1_000_000),
+    "batch_seconds": (float, 0.1, 86_400),
+    "queue_size": (int, 1, 1_000_000),
+    "max_chars": (int, 1000, 1_000_000_000),
+    "crawl_share": (float, 0.01, 1),
+    "wait": (bool, 0, 0),
 }
 
 
@@ -49,7 +50,7 @@ def parse_options(table: Mapping[str, Any]) -> Options:
             continue
         if key not in _KEYS:
             raise ConfigError(f"plugins.index: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
-        kind, floor = _KEYS[key]
+        kind, floor, ceiling = _KEYS[key]
         if kind is bool:
             if not isinstance(value, bool):
                 raise ConfigError(f"plugins.index.{key}: expected true or false, got {value!r}")
@@ -57,10 +58,10 @@ def parse_options(table: Mapping[str, Any]) -> Options:
             raise ConfigError(f"plugins.index.{key}: expected a number, got {value!r}")
         elif kind is int and not isinstance(value, int):
             raise ConfigError(f"plugins.index.{key}: expected a whole number, got {value!r}")
-        elif value < floor:
-            raise ConfigError(f"plugins.index.{key}: must be at least {floor}, got {value!r}")
         elif key == "crawl_share" and value > 1:
             raise ConfigError(f"plugins.index.{key}: a share of one CPU, at most 1, got {value!r}")
+        else:
+            check_number(f"plugins.index.{key}", value, floor, ceiling)
         values[key] = float(value) if kind is float else value
     return Options(**values)
 

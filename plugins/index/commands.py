@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from archiver.errors import UsageError
+from archiver.errors import ArchiveError, UsageError
+from archiver.terminal import echo, printable
 
 if TYPE_CHECKING:
     from .search import SearchResults
@@ -56,8 +57,11 @@ def _tolerant_output() -> None:
 
 
 def _snippet_for_terminal(snippet: str) -> str:
-    marked = _MATCH.sub(lambda m: click.style(html.unescape(m.group(1)), bold=True, fg="yellow"), snippet)
-    return html.unescape(_TAG.sub("", marked))
+    parts = _MATCH.split(snippet)  # text, marked, text, marked, ...
+    shown = [printable(html.unescape(_TAG.sub("", part))) for part in parts]
+    return "".join(
+        click.style(text, bold=True, fg="yellow") if index % 2 else text for index, text in enumerate(shown)
+    )
 
 
 def _when(stamp: str) -> str:
@@ -68,7 +72,7 @@ def _when(stamp: str) -> str:
 
 def _print(results: SearchResults, archive: Path) -> None:
     for note in results.notes:
-        click.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
     if results.pending:
         click.echo(f"note: {results.pending:,} fetched pages are not indexed yet", err=True)
     if results.timed_out:
@@ -81,13 +85,13 @@ def _print(results: SearchResults, archive: Path) -> None:
         message = f"no pages match {results.query!r}"
         if results.total and results.page > results.pages:
             message = f"page {results.page} is past the last page ({results.pages})"
-        click.echo(message + ".")
+        echo(message + ".")
         if results.suggestion:
-            click.echo(f"did you mean: {results.suggestion}")
+            echo(f"did you mean: {results.suggestion}")
         return
     first = results.hits[0].rank
     last = results.hits[-1].rank
-    click.echo(
+    echo(
         f"{results.total:,} {'page matches' if results.total == 1 else 'pages match'}"
         f" {results.query!r}; showing {first}-{last}"
         f" (page {results.page} of {results.pages}, {results.elapsed:.2f} s)\n"
@@ -95,9 +99,9 @@ def _print(results: SearchResults, archive: Path) -> None:
     width = len(str(last))
     indent = " " * (width + 2)
     for hit in results.hits:
-        title = hit.title or hit.url
+        title = printable(hit.title or hit.url)
         click.echo(f"{hit.rank:>{width}}. " + click.style(title, bold=True))
-        click.echo(f"{indent}{click.style(hit.url, fg='cyan')}  {_when(hit.time)}")
+        click.echo(f"{indent}{click.style(printable(hit.url), fg='cyan')}  {printable(_when(hit.time))}")
         if hit.snippet:
             click.echo(f"{indent}{_snippet_for_terminal(hit.snippet)}")
         click.echo("")
@@ -258,7 +262,11 @@ def reindex_command(
             return
         stats = reindex(archive, None, batch_size, max_chars, progress)
     skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
+    if stats.skipped_records:
+        skipped += f"; {stats.skipped_records} unreadable records skipped"
     click.echo(
         f"indexed {stats.indexed:,} pages from {stats.files} WARC files into {archive}"
         f" in {stats.seconds:.1f} s{skipped}"
     )
+    if stats.skipped_files or stats.skipped_records:
+        raise ArchiveError("some WARC records could not be read (each is named above)")

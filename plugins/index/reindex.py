@@ -19,12 +19,13 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
+from warcio.bufferedreaders import ChunkedDataReader
 from whoosh import index as whoosh_index
 
-from archiver.errors import ArchiveError, UsageError
+from archiver.decode import decode_content
+from archiver.errors import ArchiveError, UsageError, check_writable
 
+from ..warc.members import ReadLimits, RecordError, iter_members, parse_record, read_member
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .schema import make_schema
 from .spool import Spool
@@ -52,6 +53,7 @@ class ReindexStats:
     records: int = 0
     indexed: int = 0
     skipped_files: int = 0
+    skipped_records: int = 0
     seconds: float = 0.0
 
 
@@ -77,38 +79,69 @@ def media_type(raw: str | None) -> tuple[str, str | None]:
     return message.get_content_type().lower(), str(charset) if isinstance(charset, str) else None
 
 
-def _read_payload(record: Any) -> bytes:
-    return bytes(record.content_stream().read(MAX_CONTENT))
+def _read_payload(record: Any, limits: ReadLimits) -> bytes:
+    """The body with its transfer and content codings undone, within the crawl's caps."""
+    http = record.http_headers
+    stream = record.raw_stream
+    if (http.get_header("Transfer-Encoding") or "").lower() == "chunked":
+        stream = ChunkedDataReader(stream)
+    decoded = decode_content(
+        stream.read(),
+        http.get_header("Content-Encoding"),
+        min(MAX_CONTENT, limits.max_decoded_size),
+        limits.max_decompression_ratio,
+    )
+    if decoded.error:
+        raise ArchiveError(decoded.error)
+    return decoded.content
 
 
-def _payload_at(path: Path, offset: int) -> bytes | None:
+def _payload_at(path: Path, offset: int, limits: ReadLimits) -> bytes | None:
     with path.open("rb") as handle:
-        handle.seek(offset)
-        for record in ArchiveIterator(handle):
-            return _read_payload(record)
-    return None
+        member = read_member(handle, offset, limits)
+    if member.problem:
+        return None
+    return _read_payload(parse_record(member, path), limits)
 
 
 def iter_captures(paths: Sequence[Path], stats: ReindexStats) -> Iterator[Capture]:
-    """Indexable pages from `paths`, in file order; damaged files are reported and skipped."""
+    """Indexable pages from `paths`, in file order.
+
+    Records are read within the caps of the crawl that wrote them; a record that cannot
+    be read is reported (file, offset, why) and skipped, a file that cannot be read on
+    is reported and the next one read.
+    """
     originals: dict[str, tuple[Path, int]] = {}
     for path in paths:
         stats.files += 1
+        limits = ReadLimits.for_archive(path.parent)
         try:
             with path.open("rb") as handle:
-                iterator = ArchiveIterator(handle)
-                for record in iterator:
+                for member in iter_members(handle, limits):
+                    if member.problem:
+                        log.warning("reindex: %s: offset %d: %s", path, member.offset, member.problem)
+                        if member.fatal:
+                            stats.skipped_files += 1
+                        else:
+                            stats.skipped_records += 1
+                        continue
                     stats.records += 1
-                    capture = _capture(record, iterator, path, originals)
+                    try:
+                        record = parse_record(member, path)
+                        capture = _capture(record, member.offset, path, originals, limits)
+                    except RecordError as exc:
+                        log.warning("reindex: %s", exc)
+                        stats.skipped_records += 1
+                        continue
                     if capture is not None:
                         yield capture
-        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as exc:
+        except OSError as exc:
             stats.skipped_files += 1
-            log.warning("reindex: stopped reading %s: %s", path, exc)
+            log.warning("reindex: stopped reading %s: %s", path, exc.strerror or exc)
 
 
 def _capture(
-    record: Any, iterator: Any, path: Path, originals: dict[str, tuple[Path, int]]
+    record: Any, offset: int, path: Path, originals: dict[str, tuple[Path, int]], limits: ReadLimits
 ) -> Capture | None:
     if record.rec_type not in ("response", "revisit") or record.http_headers is None:
         return None
@@ -126,16 +159,16 @@ def _capture(
         if not is_indexable(status, media):
             return None
         try:
-            content = _read_payload(record)
-        except Exception as exc:  # a corrupt gzip body or chunking: skip this record
-            log.warning("reindex: skipped %s: %s", url, exc)
+            content = _read_payload(record, limits)
+        except Exception as exc:  # a corrupt or too large body: skip this record
+            log.warning("reindex: %s: offset %d: skipped %s: %s", path, offset, url, exc)
             return None
-        if digest:  # after the payload: warcio finds the offset by reading to the end
-            originals[digest] = (path, iterator.get_record_offset())
+        if digest:
+            originals[digest] = (path, offset)
     else:
         if not is_indexable(status, media) or digest not in originals:
             return None
-        found = _payload_at(*originals[digest])
+        found = _payload_at(*originals[digest], limits)
         if found is None:
             return None
         content = found
@@ -159,6 +192,7 @@ def reindex(
     for path in paths:
         if not path.is_file():
             raise UsageError(f"not a WARC file: {path}")
+    check_writable(archive, "build its index")
     stats = ReindexStats()
     started = time.monotonic()
     with WriterLock(archive):
@@ -227,6 +261,7 @@ def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX
     path = spool_path(archive)
     if not path.exists():
         return 0
+    check_writable(path.parent, "index the waiting pages")
     spool = Spool(path)
     waiting = spool.pending()
     spool.close()

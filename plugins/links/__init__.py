@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from archiver import ConfigError, Link, hookimpl
+from archiver.config import check_number
 from archiver.model import HTML_TYPES, XML_TYPES
 
 from .collector import LinkCollector
@@ -104,8 +105,9 @@ def _settings(config: Config) -> dict[str, Any]:
         raise ConfigError(f"plugins.links: unknown key {name!r}{hint}")
     settings = {**DEFAULTS, **table}
     size = settings["max_parse_size"]
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    if isinstance(size, bool) or not isinstance(size, int):
         raise ConfigError(f"plugins.links.max_parse_size: expected a positive whole number, got {size!r}")
+    check_number("plugins.links.max_parse_size", size, 1, 1 << 32)
     return settings
 
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from archiver.terminal import echo, printable
+
 if TYPE_CHECKING:
     from .export import ExportResult
 
@@ -86,11 +88,11 @@ def _print(result: ExportResult, as_json: bool, quiet: bool) -> None:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     for warning in result.warnings:
-        click.echo(f"archiver: warning: {warning}", err=True)
+        echo(f"archiver: warning: {printable(warning)}", err=True)
     for error in result.errors[:10]:
-        click.echo(f"archiver: error: {error}", err=True)
+        echo(f"archiver: error: {printable(error)}", err=True)
     if len(result.errors) > 10:
         click.echo(f"archiver: ... and {len(result.errors) - 10} more errors (see the report)", err=True)
     if not quiet:
-        click.echo(result.summary())
+        echo(result.summary())
     sys.stdout.flush()

@@ -219,7 +219,8 @@ def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = Expo
     plan = build_plan(warcs, options.timestamp)
     if not plan.items:
         raise ArchiveError(f"{archive} holds no capture that can be exported (no successful response)")
-    result = ExportResult(archive, output, options.format, warnings=warnings, errors=list(plan.errors))
+    errors = [*warcs.problems, *plan.errors]
+    result = ExportResult(archive, output, options.format, warnings=warnings, errors=errors)
     missing = MissingLinks(plan, crawl_log_reasons(archive))
     result.missing = missing
     digest = plan_hash(plan, options)

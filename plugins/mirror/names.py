@@ -34,6 +34,7 @@ from urllib.parse import quote, urlsplit
 
 __all__ = [
     "RESERVED_TOP",
+    "TEMPORARY_PREFIX",
     "allocate",
     "file_name",
     "host_folder",
@@ -46,6 +47,8 @@ MAX_NAME_BYTES = 255
 HASH_CHARS = 10
 
 # Names at the top of the output folder that belong to the export itself.
+TEMPORARY_PREFIX = ".export-"
+"""Files being written are named so; no exported file or folder name starts with it."""
 RESERVED_TOP = frozenset({"index.html", ".archiver-export.json", "export-report.json"})
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -174,7 +177,12 @@ def _hash(text: str, length: int = HASH_CHARS) -> str:
 
 
 def _fit(name: str, ext: str = "") -> str:
-    """`name` + `ext`, cut to 255 UTF-8 bytes with a hash of the whole when too long."""
+    """`name` + `ext`, cut to 255 UTF-8 bytes with a hash of the whole when too long.
+
+    A name that would start like the export's own temporary files has its dot escaped.
+    """
+    if name.startswith(TEMPORARY_PREFIX):
+        name = "%2E" + name[1:]
     whole = name + ext
     if len(whole.encode("utf-8")) <= MAX_NAME_BYTES:
         return whole

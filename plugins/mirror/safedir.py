@@ -18,7 +18,7 @@ from pathlib import Path as FsPath
 
 from archiver.errors import ArchiveError
 
-from .names import Path
+from .names import TEMPORARY_PREFIX, Path
 
 __all__ = ["Blocked", "SafeDir"]
 
@@ -104,7 +104,9 @@ class SafeDir:
         try:
             name = path[-1]
             temporary = (
-                ".export-" + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:16] + ".tmp"
+                TEMPORARY_PREFIX
+                + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+                + ".tmp"
             )
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary, dir_fd=fd)

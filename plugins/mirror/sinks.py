@@ -9,6 +9,7 @@ It never removes a file it did not write.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,14 +17,14 @@ import zipfile
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path as FsPath
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from archiver.errors import ArchiveError
 
 from .names import Path
 from .safedir import SafeDir
 
-__all__ = ["MANIFEST_NAME", "DirSink", "Sink", "ZipSink"]
+__all__ = ["MANIFEST_NAME", "DirSink", "ExclusiveZip", "Sink", "ZipSink", "create_exclusive"]
 
 MANIFEST_NAME = ".archiver-export.json"
 MANIFEST_FORMAT = 1
@@ -89,17 +90,49 @@ def _key(path: Path) -> str:
 
 
 def _load_manifest(folder: SafeDir) -> tuple[str, dict[str, FileEntry]]:
+    """The plan hash and entries of the last export; an entry that is not one is dropped.
+
+    The manifest lies in the output folder, where anyone may have edited it: an entry
+    dropped only means its file is rendered again and never removed by us.
+    """
     raw = folder.read((MANIFEST_NAME,))
     if raw is None:
         return "", {}
     try:
         data = json.loads(raw)
-        files = {str(k): FileEntry(**v) for k, v in data["files"].items()}
-        if data.get("format") != MANIFEST_FORMAT:
-            return "", files
-        return str(data.get("plan", "")), files
-    except (ValueError, KeyError, TypeError, AttributeError):
+        listed = data["files"]
+        if not isinstance(listed, dict):
+            return "", {}
+    except (ValueError, KeyError, TypeError):
         return "", {}
+    files = {str(key): entry for key, value in listed.items() if (entry := _entry(key, value)) is not None}
+    if data.get("format") != MANIFEST_FORMAT or len(files) != len(listed):
+        return "", files
+    return str(data.get("plan", "")), files
+
+
+def _entry(key: object, value: object) -> FileEntry | None:
+    if not isinstance(key, str) or not isinstance(value, dict):
+        return None
+    parts = key.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    url, source, sha256 = (value.get(name) for name in ("url", "source", "sha256"))
+    size, mtime_ns = (value.get(name, 0) for name in ("size", "mtime_ns"))
+    missing = value.get("missing")
+    if not (isinstance(url, str) and isinstance(source, str) and isinstance(sha256, str)):
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (size, mtime_ns)):
+        return None
+    if missing is not None and not (
+        isinstance(missing, list)
+        and all(
+            isinstance(link, list) and len(link) == 2 and all(isinstance(x, str) for x in link)
+            for link in missing
+        )
+    ):
+        return None
+    return FileEntry(url, source, sha256, size, mtime_ns, missing)
 
 
 class DirSink:
@@ -204,6 +237,37 @@ def zip_time(mtime: float | None) -> tuple[int, int, int, int, int, int]:
     return (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
 
 
+def create_exclusive(path: FsPath) -> BinaryIO:
+    """A new, empty file at `path`, to be renamed into place when whole.
+
+    Whatever stands at `path` (a temporary left by a killed run, a symbolic link planted
+    to point elsewhere) is removed, never written through: the file is created with
+    O_EXCL|O_NOFOLLOW, so a link made in between fails the call instead.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
+
+
+class ExclusiveZip(zipfile.ZipFile):
+    """A zip written into a file made by `create_exclusive`, closed with it."""
+
+    def __init__(self, partial: FsPath) -> None:
+        self._handle = create_exclusive(partial)
+        try:
+            super().__init__(self._handle, "w", allowZip64=True)
+        except BaseException:
+            self._handle.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._handle.close()
+
+
 class ZipSink:
     """One zip file holding the same tree; written to ``NAME.partial`` and renamed at the end."""
 
@@ -211,7 +275,7 @@ class ZipSink:
         self.output = output
         self.partial = output.with_name(output.name + ".partial")
         try:
-            self.zip = zipfile.ZipFile(self.partial, "w", allowZip64=True)
+            self.zip: zipfile.ZipFile = ExclusiveZip(self.partial)
         except OSError as exc:
             raise ArchiveError(f"cannot write {output}: {exc.strerror or exc}") from None
         self.written = self.unchanged = self.removed = self.size = 0

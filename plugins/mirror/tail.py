@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..warc.members import DEFAULT_LIMITS, ReadLimits
 from ..warc.reader import Capture
 
 __all__ = ["Tail", "check_tail"]
@@ -35,7 +36,7 @@ class Tail:
         return self.problem is not None
 
 
-def check_tail(path: Path, captures: Iterable[Capture]) -> Tail:
+def check_tail(path: Path, captures: Iterable[Capture], limits: ReadLimits = DEFAULT_LIMITS) -> Tail:
     """Scan the gzip members of `path` from the end of its last indexed record to EOF."""
     size = path.stat().st_size
     start = max((c.offset + c.length for c in captures), default=0)
@@ -55,12 +56,22 @@ def check_tail(path: Path, captures: Iterable[Capture]) -> Tail:
                 return Tail(path, offset, size, f"{rest} {what} at offset {offset}")
             decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
             consumed = 0
+            inflated = 0
             data = pending
             while True:
                 try:
-                    decompressor.decompress(data, 0)
+                    inflated += len(decompressor.decompress(data, _CHUNK))
                 except zlib.error as exc:
                     return Tail(path, offset, size, f"corrupt record at offset {offset}: {exc}")
+                if inflated > limits.max_record_size:
+                    why = (
+                        f"record at offset {offset} decompresses to more than {limits.max_record_size} bytes"
+                    )
+                    return Tail(path, offset, size, why)
+                if decompressor.unconsumed_tail:
+                    consumed += len(data) - len(decompressor.unconsumed_tail)
+                    data = decompressor.unconsumed_tail
+                    continue
                 if decompressor.eof:
                     length = consumed + len(data) - len(decompressor.unused_data)
                     offset += length

@@ -44,7 +44,7 @@ from ..warc.reader import Capture, WarcArchive
 from .export import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, build_plan
 from .render import HTML_TYPES
-from .sinks import zip_time
+from .sinks import ExclusiveZip, zip_time
 from .tail import check_tail
 
 __all__ = ["WACZ_VERSION", "export_wacz"]
@@ -71,7 +71,7 @@ class _Package:
     """The zip being written, recording each entry's digest and size for datapackage.json."""
 
     def __init__(self, partial: FsPath, mtime: float | None) -> None:
-        self.zip = zipfile.ZipFile(partial, "w", allowZip64=True)
+        self.zip: zipfile.ZipFile = ExclusiveZip(partial)
         self.resources: list[dict[str, Any]] = []
         self.date = zip_time(mtime)
 

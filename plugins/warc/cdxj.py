@@ -17,14 +17,16 @@ import contextlib
 import heapq
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.timeutils import iso_date_to_timestamp
 
 from .capture import REVISIT_MIME, Capture, parse_status
+from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, iter_members, parse_record
+
+Report = Callable[[str], None]
 
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
 _MIME_END = re.compile(r"[;\s]")
@@ -110,44 +112,64 @@ def _write_lines(path: Path, lines: Iterable[bytes], sync: bool = True) -> None:
             os.fsync(out.fileno())
 
 
-def read_cdxj(path: Path) -> Iterator[Capture]:
-    """Captures of a CDXJ file, skipping blank lines and comment/header lines."""
-    with path.open("r", encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip() or line.startswith(("!", " ")):
-                continue
-            yield Capture.from_cdxj(line)
+def read_cdxj(path: Path, report: Report | None = None) -> Iterator[Capture]:
+    """Captures of a CDXJ file, skipping blank lines and comment/header lines.
+
+    A line that is not a CDXJ line is passed to `report` (file, line number, why) and
+    skipped; without `report` it raises ValueError.
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+                if not line.strip() or line.startswith(("!", " ")):
+                    continue
+                yield Capture.from_cdxj(line)
+            except (ValueError, KeyError, TypeError) as exc:
+                if report is None:
+                    raise ValueError(f"{path}: line {number}: not a CDXJ line ({exc})") from exc
+                report(f"{path}: line {number}: not a CDXJ line, skipped ({type(exc).__name__}: {exc})")
 
 
-def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
+def index_warc(
+    path: Path,
+    filename: str | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    report: Report | None = None,
+) -> Iterator[Capture]:
     """Captures of every indexable record of a WARC file, in file order.
 
-    Stops quietly at a damaged tail (a file still being written ends mid-record);
-    `verify.verify_file` is the tool that reports damage.
+    A record that cannot be read is passed to `report` (file, offset, why) and skipped;
+    reading stops at a damaged tail, which is not reported for a file still being
+    written (``.open``: it ends mid-record).  `verify.verify_file` checks a file in full.
     """
     name = filename if filename is not None else path.name
     with path.open("rb") as handle:
-        iterator = ArchiveIterator(handle, no_record_parse=False)
-        try:
-            for record in iterator:
-                if record.rec_type not in INDEXED_TYPES:
-                    continue
-                content_type = record.rec_headers.get_header("Content-Type")
-                if record.rec_type in ("resource", "metadata") and content_type == "application/warc-fields":
-                    continue
-                capture = _capture(record, iterator, name)
-                if capture is not None:
-                    yield capture
-        except (ArchiveLoadFailed, EOFError, ValueError, OSError):
-            return
-        finally:
-            iterator.close()
+        for member in iter_members(handle, limits):
+            if member.problem:
+                if report is not None and not (path.name.endswith(".open") and member.fatal):
+                    report(f"{path}: offset {member.offset}: {member.problem}")
+                continue
+            try:
+                record = parse_record(member, path)
+            except RecordError as exc:
+                if report is not None:
+                    report(str(exc))
+                continue
+            if record.rec_type not in INDEXED_TYPES:
+                continue
+            content_type = record.rec_headers.get_header("Content-Type")
+            if record.rec_type in ("resource", "metadata") and content_type == "application/warc-fields":
+                continue
+            capture = _capture(record, member, name)
+            if capture is not None:
+                yield capture
 
 
-def _capture(record: object, iterator: ArchiveIterator, filename: str) -> Capture | None:
-    rec_headers = record.rec_headers  # type: ignore[attr-defined]
-    rec_type: str = record.rec_type  # type: ignore[attr-defined]
-    http_headers = record.http_headers  # type: ignore[attr-defined]
+def _capture(record: Any, member: Member, filename: str) -> Capture | None:
+    rec_headers = record.rec_headers
+    rec_type: str = record.rec_type
+    http_headers = record.http_headers
     url = rec_headers.get_header("WARC-Target-URI")
     date = rec_headers.get_header("WARC-Date")
     if not url or not date:
@@ -162,15 +184,17 @@ def _capture(record: object, iterator: ArchiveIterator, filename: str) -> Captur
     if rec_type in ("response", "revisit") and http_headers:
         status = parse_status(http_headers.get_statuscode())
     digest = rec_headers.get_header("WARC-Payload-Digest")
-    offset = iterator.get_record_offset()
-    length = iterator.get_record_length()
+    try:
+        timestamp = iso_date_to_timestamp(date)
+    except ValueError:
+        return None
     return Capture(
         url=url,
-        timestamp=iso_date_to_timestamp(date),
+        timestamp=timestamp,
         status=status,
         mime=mime,
         digest=digest,
-        length=length,
-        offset=offset,
+        length=member.length,
+        offset=member.offset,
         filename=filename,
     )

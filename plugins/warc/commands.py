@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from archiver.errors import ArchiveError, UsageError
+from archiver.terminal import echo, printable
 
 # The reader and the verifier are imported when a command runs: building the command line
 # must not load warcio and the decoders.
@@ -50,6 +52,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
     printed with its file, byte offset and record; the exit status is 1 when any
     fault was found.
     """
+    from .members import ReadLimits
     from .verify import truncate_to_last_good, verify_file
 
     files = warc_files(paths)
@@ -58,18 +61,21 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
     faults = 0
     damaged = 0
     for path in files:
-        report = verify_file(path)
+        limits = ReadLimits.for_archive(path.parent)
+        report = verify_file(path, limits)
         faults += len(report.faults)
         for fault in report.faults:
-            click.echo(str(fault))
+            echo(printable(str(fault)))
         if report.ok:
             if not quiet:
-                click.echo(f"ok {path} ({report.records} records)")
+                echo(printable(f"ok {path} ({report.records} records)"))
             continue
         damaged += 1
         if truncate and any(f.fatal for f in report.faults):
-            cut = truncate_to_last_good(path)
-            click.echo(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})")
+            if not os.access(path, os.W_OK):
+                raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
+            cut = truncate_to_last_good(path, limits)
+            echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
     if faults:
         raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
     if not quiet:
@@ -85,7 +91,8 @@ def ls(archive: Path, as_json: bool) -> None:
 
     if not archive.exists():
         raise UsageError(f"no such archive: {archive}")
-    for capture in open_archive(archive).iter_captures():
+    warcs = open_archive(archive)
+    for capture in warcs.iter_captures():
         if as_json:
             fields = {
                 "timestamp": capture.timestamp,
@@ -99,9 +106,12 @@ def ls(archive: Path, as_json: bool) -> None:
             click.echo(json.dumps(fields))
             continue
         status = str(capture.status) if capture.status is not None else "-"
-        click.echo(
-            f"{capture.timestamp} {status:>3} {capture.mime or '-':<24} {capture.length:>9} {capture.url}"
-        )
+        line = f"{capture.timestamp} {status:>3} {capture.mime or '-':<24} {capture.length:>9} {capture.url}"
+        echo(printable(line))
+    for problem in warcs.problems:
+        echo(f"archiver: warning: {printable(problem)}", err=True)
+    if warcs.problems:
+        raise ArchiveError(f"{len(warcs.problems)} unreadable index lines or records (named above)")
 
 
 def register(cli: click.Group) -> None:

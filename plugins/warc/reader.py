@@ -17,27 +17,42 @@ URLs are matched by SURT key, as pywb does: ``http://www.Example.com/a/`` finds
 from __future__ import annotations
 
 import bisect
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
 
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError
 from archiver.model import find_header
 
 from .capture import Capture, parse_status
-from .cdxj import cdxj_path_for, index_warc, read_cdxj
+from .cdxj import WARC_SUFFIXES, Report, cdxj_path_for, index_warc, read_cdxj
+from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, parse_record, read_member
 from .surt import surt
 
-__all__ = ["Capture", "StoredResponse", "WarcArchive", "open_archive"]
+__all__ = ["Capture", "ReadLimits", "RecordError", "StoredResponse", "WarcArchive", "open_archive"]
 
-DEFAULT_CONTENT_CAP = 128 * 1024 * 1024
+DEFAULT_CONTENT_CAP = DEFAULT_LIMITS.max_decoded_size
 _OPEN = ".open"
+
+
+def resolve_warc(folder: Path, name: str) -> Path:
+    """`folder`/`name` for a WARC file name taken from an index; never a path outside `folder`.
+
+    An index line is data like any other: a name with a folder in it (``../x``, ``/etc``)
+    or that is not a WARC file name is refused instead of followed.
+    """
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or not name.endswith(WARC_SUFFIXES)
+    ):
+        raise ArchiveError(f"{folder}: the index names {name!r}, which is not a WARC file in this folder")
+    return folder / name
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class StoredResponse:
     date: str
     truncated: str | None = None
     revisit_of: Capture | None = None
+    limits: ReadLimits = DEFAULT_LIMITS
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First header called `name` (case-insensitive)."""
@@ -75,11 +91,17 @@ class StoredResponse:
     def content(self, max_size: int = DEFAULT_CONTENT_CAP) -> bytes:
         """`payload` with its Content-Encoding undone, at most `max_size` bytes.
 
-        Raises ``ArchiveError`` when the decoded body would exceed `max_size`, the
-        encoding is unknown or the stored body is corrupt: a hostile archived body
-        cannot exhaust memory through the reader.
+        Raises ``ArchiveError`` when the decoded body would exceed `max_size` (and the
+        crawl's size and ratio caps), the encoding is unknown or the stored body is
+        corrupt: a hostile archived body cannot exhaust memory through the reader.
         """
-        decoded = decode_content(self.payload, self.header("Content-Encoding"), max_size, max_ratio=2**62)
+        limits = self.limits
+        decoded = decode_content(
+            self.payload,
+            self.header("Content-Encoding"),
+            min(max_size, limits.max_decoded_size),
+            max_ratio=limits.max_decompression_ratio,
+        )
         if decoded.error:
             raise ArchiveError(f"{self.url}: {decoded.error}")
         return decoded.content
@@ -89,6 +111,7 @@ class StoredResponse:
 class _FileIndex:
     stamp: tuple[int, int, str]
     captures: list[Capture]
+    problems: list[str]
 
 
 @dataclass
@@ -101,6 +124,7 @@ class WarcArchive:
 
     folder: Path
     only: tuple[str, ...] = ()
+    limits: ReadLimits = DEFAULT_LIMITS
     _files: dict[str, _FileIndex] = field(default_factory=dict, repr=False)
     _sorted: list[tuple[str, str, int]] | None = field(default=None, repr=False)
     _all: list[Capture] = field(default_factory=list, repr=False)
@@ -130,13 +154,22 @@ class WarcArchive:
                 stat = source.stat()
             except FileNotFoundError:  # renamed from .open while we looked
                 continue
+            if use_cdxj and stat.st_size == 0 and path.stat().st_size > 0:
+                source, use_cdxj = path, False  # an emptied index hides a WARC file: read the file
+                stat = path.stat()
             stamp = (stat.st_mtime_ns, stat.st_size, source.name)
             known = self._files.get(path.name)
             if known is not None and known.stamp == stamp:
                 seen[path.name] = known
                 continue
-            captures = list(read_cdxj(cdxj)) if use_cdxj else list(index_warc(path))
-            seen[path.name] = _FileIndex(stamp, captures)
+            problems: list[str] = []
+            report = problems.append
+            captures = (
+                [c for c in read_cdxj(cdxj, report) if self._names_file(c, path, report)]
+                if use_cdxj
+                else list(index_warc(path, limits=self.limits, report=report))
+            )
+            seen[path.name] = _FileIndex(stamp, captures, problems)
         self._files = seen
         self._all = [c for index in seen.values() for c in index.captures]
         self._sorted = sorted((c.urlkey, c.timestamp, position) for position, c in enumerate(self._all))
@@ -144,6 +177,20 @@ class WarcArchive:
         for capture in self._all:
             if capture.digest and not capture.is_revisit:
                 self._by_digest.setdefault(capture.digest, capture)
+
+    @property
+    def problems(self) -> list[str]:
+        """One line (file, offset or line, why) per index line or record the index had to skip."""
+        self._index()
+        return [problem for index in self._files.values() for problem in index.problems]
+
+    def _names_file(self, capture: Capture, path: Path, report: Report) -> bool:
+        try:
+            resolve_warc(self.folder, capture.filename)
+        except ArchiveError as exc:
+            report(f"{cdxj_path_for(path)}: {capture.url}: {exc}")
+            return False
+        return True
 
     def _index(self) -> list[tuple[str, str, int]]:
         if self._sorted is None:
@@ -187,7 +234,7 @@ class WarcArchive:
 
     def path_of(self, capture: Capture) -> Path:
         """The file holding `capture`, also after its ``.open`` suffix was dropped."""
-        path = self.folder / capture.filename
+        path = resolve_warc(self.folder, capture.filename)
         if path.exists():
             return path
         if path.name.endswith(_OPEN):
@@ -222,6 +269,7 @@ class WarcArchive:
             date=response.date,
             truncated=stored.truncated,
             revisit_of=original,
+            limits=self.limits,
         )
 
     def _original_of(self, capture: Capture) -> Capture | None:
@@ -233,17 +281,15 @@ class WarcArchive:
     def _read_record(self, capture: Capture) -> StoredResponse:
         path = self.path_of(capture)
         with path.open("rb") as handle:
-            handle.seek(capture.offset)
-            data = handle.read(capture.length)
-        if len(data) != capture.length:
-            raise ArchiveError(f"{path.name}: record at offset {capture.offset} is cut off")
-        try:
-            iterator = ArchiveIterator(io.BytesIO(data))
-            record = next(iterator)
-            payload = record.raw_stream.read()
-            iterator.close()
-        except (ArchiveLoadFailed, StopIteration, EOFError, ValueError) as exc:
-            raise ArchiveError(f"{path.name}: no readable record at offset {capture.offset}: {exc}") from exc
+            member = read_member(handle, capture.offset, self.limits)
+        return self.response_of(capture, path, member)
+
+    def response_of(self, capture: Capture, path: Path, member: Member) -> StoredResponse:
+        """The stored response in `member`, the record of `capture` read from `path`."""
+        if member.problem:
+            raise RecordError(path, capture.offset, member.problem)
+        record = parse_record(member, path)
+        payload = record.raw_stream.read()
         http = record.http_headers
         status = parse_status(http.get_statuscode()) if http else None
         reason = http.statusline.split(" ", 1)[1] if http and " " in http.statusline else ""
@@ -259,6 +305,7 @@ class WarcArchive:
             record_id=rec.get_header("WARC-Record-ID") or "",
             date=rec.get_header("WARC-Date") or "",
             truncated=rec.get_header("WARC-Truncated"),
+            limits=self.limits,
         )
 
 
@@ -271,16 +318,18 @@ def _seconds(timestamp: str) -> float:
     return moment.timestamp()
 
 
-def open_archive(path: Path | str) -> WarcArchive:
+def open_archive(path: Path | str, limits: ReadLimits | None = None) -> WarcArchive:
     """Open the WARC files of an archive for look-ups.
 
     `path` is an archive folder (its ``warc/`` subfolder is used), a folder of WARC
-    files, or one WARC file.  Raises ``ArchiveError`` when there is nothing to open.
+    files, or one WARC file.  Records are read within `limits`, by default the caps of
+    the crawl that wrote the archive.  Raises ``ArchiveError`` when there is nothing to open.
     """
     path = Path(path)
     if path.is_dir():
         folder = path / "warc" if (path / "warc").is_dir() else path
-        return WarcArchive(folder)
+        return WarcArchive(folder, limits=limits or ReadLimits.for_archive(folder))
     if path.is_file():
-        return WarcArchive(path.parent, only=(path.name,))
+        chosen = limits or ReadLimits.for_archive(path.parent)
+        return WarcArchive(path.parent, only=(path.name,), limits=chosen)
     raise ArchiveError(f"no archive at {path}")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from archiver.config import check_number
 from archiver.errors import ConfigError
 
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -37,6 +38,9 @@ class WarcSettings:
     """fsync after every page: survives power loss, costs a disk flush per page."""
 
 
+BOUNDS = {"max_size": (64 * 1024, 1 << 40), "gzip_level": (1, 9), "queue_size": (1, 10_000)}
+
+
 def parse_settings(table: Mapping[str, Any]) -> WarcSettings:
     """Check `table` against `WarcSettings`; raise ConfigError naming a bad key or value."""
     known = {f.name: f for f in fields(WarcSettings)}
@@ -61,10 +65,6 @@ def parse_settings(table: Mapping[str, Any]) -> WarcSettings:
         raise ConfigError(
             f"plugins.warc.prefix: {settings.prefix!r} must be 1-64 letters, digits, '.', '_' or '-'"
         )
-    if settings.max_size < 64 * 1024:
-        raise ConfigError(f"plugins.warc.max_size: at least 65536 bytes, got {settings.max_size}")
-    if not 1 <= settings.gzip_level <= 9:
-        raise ConfigError(f"plugins.warc.gzip_level: 1 to 9, got {settings.gzip_level}")
-    if settings.queue_size < 1:
-        raise ConfigError(f"plugins.warc.queue_size: at least 1, got {settings.queue_size}")
+    for key, (low, high) in BOUNDS.items():
+        check_number(f"plugins.warc.{key}", getattr(settings, key), low, high)
     return settings

@@ -31,11 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from .members import DEFAULT_LIMITS, ReadLimits
+
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 
 _CHUNK = 1024 * 1024
 _MAX_HEADER_BLOCK = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
+_TOO_BIG = "record is more than"
 _DIGESTS = {"sha1": "sha1", "sha256": "sha256", "sha512": "sha512", "md5": "md5"}
 
 
@@ -98,17 +101,19 @@ class _Record:
 class _Cut(Exception):
     """The record cannot be read to its end; `label` names what was read of it."""
 
-    def __init__(self, message: str, label: str = "record") -> None:
+    def __init__(self, message: str, label: str = "record", fatal: bool = True) -> None:
         super().__init__(message)
         self.message = message
         self.label = label
+        self.fatal = fatal
 
 
-def verify_file(path: Path | str) -> VerifyReport:
+def verify_file(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS) -> VerifyReport:
     """Check every record of one WARC file (gzip per record, or uncompressed).
 
-    Never raises for damage (it is reported); raises OSError when the file cannot
-    be read at all.
+    A record larger than `limits.max_record_size` is a fault (a decompression bomb
+    is not inflated further).  Never raises for damage (it is reported); raises
+    OSError when the file cannot be read at all.
     """
     path = Path(path)
     report = VerifyReport(path=path, size=path.stat().st_size)
@@ -116,43 +121,46 @@ def verify_file(path: Path | str) -> VerifyReport:
         report.gzip = handle.read(2) == _GZIP_MAGIC
         handle.seek(0)
         if report.gzip:
-            _verify_gzip(handle, report)
+            _verify_gzip(handle, report, limits.max_record_size)
         else:
-            _verify_plain(handle, report)
+            _verify_plain(handle, report, limits.max_record_size)
     return report
 
 
-def truncate_to_last_good(path: Path | str) -> int:
+def truncate_to_last_good(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS) -> int:
     """Cut `path` back to the end of its last whole record; return the bytes removed.
 
     For a file left behind by a crash or a full disk.  The file is opened ``r+b``
     (never a mode that empties it first) and only ever shortened.
     """
     path = Path(path)
-    report = verify_file(path)
+    report = verify_file(path, limits)
     removed = report.size - report.good_end
-    if removed > 0:
+    if removed > 0 and any(fault.fatal for fault in report.faults):
         with path.open("r+b") as handle:
             handle.truncate(report.good_end)
             handle.flush()
             os.fsync(handle.fileno())
-    return removed
+        return removed
+    return 0
 
 
 # -- gzip ------------------------------------------------------------------------------
 
 
-def _verify_gzip(handle: BinaryIO, report: VerifyReport) -> None:
-    for offset, length, data, problem in _gzip_members(handle):
+def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
+    for offset, length, data, problem in _gzip_members(handle, cap):
         if problem is not None:
             label = _label_of_partial(data) if data else "gzip member"
-            report.faults.append(Fault(report.path, offset, label, problem))
+            # Too big is not damage: nothing is cut after it, and it is not read further.
+            fatal = not problem.startswith(_TOO_BIG)
+            report.faults.append(Fault(report.path, offset, label, problem, fatal=fatal))
             return
         records = 0
         position = 0
         while position < len(data):
             try:
-                record, position = _parse_record(io.BytesIO(data), position)
+                record, position = _parse_record(io.BytesIO(data), position, cap)
             except _Cut as cut:
                 report.faults.append(Fault(report.path, offset, cut.label, cut.message))
                 return
@@ -175,7 +183,7 @@ def _verify_gzip(handle: BinaryIO, report: VerifyReport) -> None:
         report.good_end = offset + length
 
 
-def _gzip_members(handle: BinaryIO) -> Iterator[tuple[int, int, bytes, str | None]]:
+def _gzip_members(handle: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes, str | None]]:
     """(offset, compressed length, decompressed data, problem) for each gzip member."""
     offset = 0
     pending = handle.read(_CHUNK)
@@ -187,14 +195,23 @@ def _gzip_members(handle: BinaryIO) -> Iterator[tuple[int, int, bytes, str | Non
             return
         decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
         out: list[bytes] = []
+        size = 0
         consumed = 0
         data = pending
         while True:
             try:
-                out.append(decompressor.decompress(data))
+                out.append(decompressor.decompress(data, cap + 1 - size))
             except zlib.error as exc:
                 yield offset, 0, b"".join(out), f"corrupt gzip member: {exc}"
                 return
+            size += len(out[-1])
+            if size > cap:
+                yield offset, 0, out[0][:4096], f"{_TOO_BIG} {cap} bytes: not checked past it"
+                return
+            if decompressor.unconsumed_tail:
+                consumed += len(data) - len(decompressor.unconsumed_tail)
+                data = decompressor.unconsumed_tail
+                continue
             if decompressor.eof:
                 length = consumed + len(data) - len(decompressor.unused_data)
                 pending = decompressor.unused_data or handle.read(_CHUNK)
@@ -224,7 +241,7 @@ def _label_of_partial(data: bytes) -> str:
 # -- uncompressed ----------------------------------------------------------------------
 
 
-def _verify_plain(handle: BinaryIO, report: VerifyReport) -> None:
+def _verify_plain(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
     offset = 0
     while True:
         start = handle.tell()
@@ -239,9 +256,9 @@ def _verify_plain(handle: BinaryIO, report: VerifyReport) -> None:
             )
             return
         try:
-            record, _ = _parse_record(handle, start)
+            record, _ = _parse_record(handle, start, cap)
         except _Cut as cut:
-            report.faults.append(Fault(report.path, start, cut.label, cut.message))
+            report.faults.append(Fault(report.path, start, cut.label, cut.message, fatal=cut.fatal))
             return
         offset = handle.tell()
         report.records += 1
@@ -252,7 +269,7 @@ def _verify_plain(handle: BinaryIO, report: VerifyReport) -> None:
 # -- records ---------------------------------------------------------------------------
 
 
-def _parse_record(handle: BinaryIO, start: int) -> tuple[_Record, int]:
+def _parse_record(handle: BinaryIO, start: int, cap: int) -> tuple[_Record, int]:
     """Read one record at `start`; return it and the offset just past its trailer."""
     handle.seek(start)
     lines: list[bytes] = []
@@ -269,6 +286,15 @@ def _parse_record(handle: BinaryIO, start: int) -> tuple[_Record, int]:
             break
         lines.append(line)
     record, length = _parse_headers(b"".join(lines))
+    if length > cap:
+        here = handle.tell()
+        remaining = handle.seek(0, io.SEEK_END) - here
+        handle.seek(here)
+        if length + 4 > remaining:
+            raise _Cut(
+                f"record cut off: Content-Length says {length}, {remaining} bytes follow", record.label
+            )
+        raise _Cut(f"{_TOO_BIG} {cap} bytes: not checked past it", record.label, fatal=False)
     block = handle.read(length)
     if len(block) < length:
         raise _Cut(

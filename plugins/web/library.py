@@ -9,6 +9,7 @@ Everything here blocks: the views call it through ``asyncio.to_thread``.
 from __future__ import annotations
 
 import calendar
+import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,8 @@ from archiver.errors import ArchiveError, UsageError
 from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
 
 REFRESH_SECONDS = 2.0
+
+log = logging.getLogger("archiver.web")
 
 
 def site_of(url: str) -> str:
@@ -115,6 +118,7 @@ class ArchiveHandle:
     _refreshed_at: float = field(default=-1e9, repr=False)
     _generation: int = field(default=0, repr=False)
     _catalog: tuple[int, Catalog] | None = field(default=None, repr=False)
+    _reported: set[str] = field(default_factory=set, repr=False)
 
     @property
     def folder(self) -> Path:
@@ -132,6 +136,10 @@ class ArchiveHandle:
             self._reader.refresh()
             self._refreshed_at = now
             self._generation += 1
+            for problem in self._reader.problems:
+                if problem not in self._reported:
+                    self._reported.add(problem)
+                    log.warning("%s", problem)
         return self._reader
 
     def captures(self, url: str) -> list[Capture]:

@@ -19,6 +19,7 @@ import jinja2
 from aiohttp import web
 
 from archiver.decode import choose_encoding
+from archiver.errors import ArchiveError
 
 from ..warc.reader import StoredResponse
 from .library import Found, Library, seconds
@@ -31,7 +32,6 @@ REPLAY_CSP = (
     "default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'; connect-src 'self'; "
     "form-action 'self'; sandbox allow-scripts allow-forms allow-popups"
 )
-MAX_CONTENT = 256 * 1024 * 1024
 MAX_REWRITE = 32 * 1024 * 1024
 """Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
 
@@ -56,6 +56,7 @@ def _http_date(timestamp: str) -> str:
 class Body:
     data: bytes
     content_type: str
+    content_encoding: str | None = None
 
 
 def _media_type(stored: StoredResponse) -> str:
@@ -73,14 +74,21 @@ def _declared_charset(stored: StoredResponse) -> str | None:
 def build_body(
     library: Library, found: Found, stored: StoredResponse, target: Target, env: jinja2.Environment
 ) -> Body:
-    """The bytes to send and their Content-Type; blocking (decoding and rewriting)."""
-    content = stored.content(MAX_CONTENT)
+    """The bytes to send and their Content-Type; blocking (decoding and rewriting).
+
+    Only what is rewritten is decoded, and only up to `MAX_REWRITE`: everything else is
+    sent as stored, Content-Encoding included, so a small compressed body that inflates
+    to gigabytes costs the server nothing.
+    """
     mime = _media_type(stored)
     original_type = stored.header("Content-Type") or mime or "application/octet-stream"
-    if target.modifier == IDENTITY or len(content) > MAX_REWRITE:
-        return Body(content, original_type)
-    if mime not in HTML_TYPES and mime != "text/css":
-        return Body(content, original_type)
+    as_stored = Body(stored.payload, original_type, stored.header("Content-Encoding"))
+    if target.modifier == IDENTITY or (mime not in HTML_TYPES and mime != "text/css"):
+        return as_stored
+    try:
+        content = stored.content(MAX_REWRITE)
+    except ArchiveError:  # bigger than we rewrite, or not decodable: the browser gets it as stored
+        return as_stored
     encoding, _source = choose_encoding(content, mime, _declared_charset(stored))
     text = content.decode(encoding, errors="replace")
     known: dict[str, bool] = {}
@@ -145,4 +153,6 @@ async def replay(request: web.Request) -> web.StreamResponse:
             headers[name] = value
     response = web.Response(body=body.data, status=status if 200 <= status < 600 else 200, headers=headers)
     response.headers["Content-Type"] = body.content_type
+    if body.content_encoding:
+        response.headers["Content-Encoding"] = body.content_encoding
     return response

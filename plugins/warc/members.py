@@ -1,0 +1,231 @@
+"""Read WARC files record by record within the crawl's caps, whatever the file holds.
+
+warcio decompresses a record as far as it goes: a 4 MB gzip member of zeros became
+4 GiB in memory.  Here each gzip member (one record, as WARC files are written) is
+inflated in steps and given up on past `ReadLimits.max_record_size`; an uncompressed
+record's Content-Length is checked against the same cap before a byte of its block is
+read.  A record that cannot be read is reported by file and offset, and reading goes on
+at the next record whenever the file says where that is.
+"""
+
+from __future__ import annotations
+
+import io
+import tomllib
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from archiver.config import Config
+from archiver.errors import ArchiveError
+
+__all__ = ["Member", "ReadLimits", "RecordError", "iter_members", "parse_record", "read_member"]
+
+_CHUNK = 64 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+_HEADER_SLACK = 256 * 1024
+"""Room for the WARC and HTTP header blocks around a body of the largest size."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """The crawl's caps, applied to what is read back: no record is bigger than a crawl writes."""
+
+    max_record_size: int
+    max_decoded_size: int
+    max_decompression_ratio: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> ReadLimits:
+        return cls(
+            max_record_size=config.max_body_size + 2 * config.max_header_size + _HEADER_SLACK,
+            max_decoded_size=config.max_decoded_size,
+            max_decompression_ratio=config.max_decompression_ratio,
+        )
+
+    @classmethod
+    def for_archive(cls, folder: Path) -> ReadLimits:
+        """The caps of the crawl that wrote `folder` (its saved ``crawl.toml``), else the defaults.
+
+        A crawl run with bigger caps wrote bigger records: they stay readable.
+        """
+        found: dict[str, int] = {}
+        for candidate in (folder / "crawl.toml", folder.parent / "crawl.toml"):
+            try:
+                with candidate.open("rb") as handle:
+                    limits = tomllib.load(handle).get("limits", {})
+            except (OSError, tomllib.TOMLDecodeError, AttributeError):
+                continue
+            if isinstance(limits, dict):
+                found = {
+                    k: v
+                    for k, v in limits.items()
+                    if k in _LIMIT_KEYS and isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**40
+                }
+            break
+        return cls.from_config(Config().replace(**found))
+
+
+_LIMIT_KEYS = ("max_body_size", "max_header_size", "max_decoded_size", "max_decompression_ratio")
+DEFAULT_LIMITS = ReadLimits.from_config(Config())
+
+
+class RecordError(ArchiveError):
+    """One record (or what stands where one should be) cannot be read: file, offset, why."""
+
+    def __init__(self, path: Path, offset: int, why: str) -> None:
+        super().__init__(f"{path}: offset {offset}: {why}")
+        self.path = path
+        self.offset = offset
+        self.why = why
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One record as stored: `offset` and `length` on disk, `data` the uncompressed record.
+
+    `problem` says why `data` is empty; `fatal` that the rest of the file cannot be found.
+    """
+
+    offset: int
+    length: int
+    data: bytes
+    problem: str | None = None
+    fatal: bool = False
+
+
+def is_gzip(handle: BinaryIO) -> bool:
+    start = handle.tell()
+    magic = handle.read(2)
+    handle.seek(start)
+    return magic == _GZIP_MAGIC
+
+
+def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Member]:
+    """Every record of a WARC file (gzip per record or uncompressed), in file order.
+
+    After a member whose `fatal` is set nothing more is yielded.
+    """
+    if not is_gzip(handle):
+        offset = 0
+        while (record := _plain_record(handle, offset, limits.max_record_size)) is not None:
+            yield record
+            if record.fatal:
+                return
+            offset = record.offset + record.length
+        return
+    offset = 0
+    pending = handle.read(_CHUNK)
+    while pending:
+        member, pending = _gzip_member(handle, offset, pending, limits.max_record_size)
+        yield member
+        if member.fatal:
+            return
+        offset += member.length
+        if not pending:
+            pending = handle.read(_CHUNK)
+
+
+def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMITS) -> Member:
+    """The one record at `offset` (a gzip member or an uncompressed record)."""
+    handle.seek(offset)
+    if is_gzip(handle):
+        member, _rest = _gzip_member(handle, offset, handle.read(_CHUNK), limits.max_record_size)
+        return member
+    found = _plain_record(handle, offset, limits.max_record_size)
+    return found or Member(offset, 0, b"", "no record here (end of file)", fatal=True)
+
+
+def _gzip_member(handle: BinaryIO, offset: int, data: bytes, cap: int) -> tuple[Member, bytes]:
+    """The member starting with `data` (read on from `handle` as needed), and the bytes after it."""
+    if not data.startswith(_GZIP_MAGIC):
+        what = "NUL bytes" if not data.strip(b"\0") else "bytes that are not a gzip member"
+        return Member(offset, 0, b"", f"{what} where a record should start", fatal=True), b""
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    out = bytearray()
+    fed = len(data)
+    while True:
+        try:
+            out += inflater.decompress(data, cap + 1 - len(out))
+        except zlib.error as exc:
+            return Member(offset, 0, b"", f"corrupt gzip member: {exc}", fatal=True), b""
+        if len(out) > cap:
+            why = (
+                f"record decompresses to more than {cap} bytes (from {fed} or more stored):"
+                " skipped, with the rest of the file"
+            )
+            return Member(offset, 0, b"", why, fatal=True), b""
+        if inflater.eof:
+            rest = inflater.unused_data
+            return Member(offset, fed - len(rest), bytes(out)), rest
+        data = inflater.unconsumed_tail
+        if not data:
+            data = handle.read(_CHUNK)
+            fed += len(data)
+            if not data:
+                return Member(offset, 0, b"", "record cut off (gzip member has no end)", fatal=True), b""
+
+
+def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
+    handle.seek(offset)
+    head = bytearray()
+    while True:
+        line = handle.readline(_HEADER_SLACK)
+        if not line:
+            if not head.strip():
+                return None
+            return Member(offset, 0, b"", "record cut off inside its WARC header block", fatal=True)
+        if not head and line in (b"\r\n", b"\n"):
+            offset += len(line)  # blank lines between records
+            continue
+        if not head and not line.startswith(b"WARC/"):
+            return Member(offset, 0, b"", f"not a WARC record (starts with {line[:20]!r})", fatal=True)
+        head += line
+        if len(head) > _HEADER_SLACK:
+            return Member(offset, 0, b"", "WARC header block too long", fatal=True)
+        if line in (b"\r\n", b"\n"):
+            break
+    length = _content_length(bytes(head))
+    if length is None:
+        return Member(offset, 0, b"", "missing or invalid Content-Length", fatal=True)
+    if length > cap:
+        return Member(
+            offset,
+            len(head) + length + 4,
+            b"",
+            f"Content-Length {length} is more than the {cap} bytes a record may have: skipped",
+        )
+    block = handle.read(length + 4)
+    if len(block) < length:
+        return Member(offset, 0, b"", f"record cut off: Content-Length says {length}", fatal=True)
+    return Member(offset, len(head) + len(block), bytes(head) + block)
+
+
+def _content_length(head: bytes) -> int | None:
+    for line in head.split(b"\n"):
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"content-length":
+            value = value.strip()
+            return int(value) if value.isdigit() and len(value) <= 18 else None
+    return None
+
+
+def parse_record(member: Member, path: Path) -> Any:
+    """The warcio record of `member` (its payload readable from ``raw_stream``)."""
+    try:
+        iterator = ArchiveIterator(io.BytesIO(member.data))
+        record = next(iterator)
+        # warcio reads the payload lazily: read it now, while errors can still be named
+        payload = record.raw_stream.read()
+        record.raw_stream = io.BytesIO(payload)
+        iterator.close()
+    except (ArchiveLoadFailed, StopIteration, EOFError, ValueError, AttributeError, TypeError) as exc:
+        raise RecordError(
+            path, member.offset, f"not a readable WARC record: {exc or type(exc).__name__}"
+        ) from None
+    return record
