@@ -5,7 +5,16 @@ its exact capture time, so the address bar, the banner and every rewritten link 
 Archived redirects are followed inside the archive.  Archived content runs under
 `REPLAY_CSP`: it may load only from this server, and the ``sandbox`` directive without
 ``allow-same-origin`` gives it an opaque origin, so its scripts can neither read the
-UI pages nor call out to the live web.
+UI pages nor call out to the live web; without ``allow-popups`` it opens no window.
+CSP does not govern navigations or WebRTC: `CONNECTION_ALLOWLIST` does, in the browsers
+that honour it (Chromium 152 and later): a replayed page may then connect to, and
+navigate to, this server only.
+
+Responses carry no CORS header, so a page of another origin cannot read them, except
+for the replayed pages themselves: their opaque origin sends ``Origin: null``, which is
+answered when the request's Referer is a replay page of this server (fonts, module
+scripts and an archived script's ``fetch`` need it), and the origins ``serve --cors``
+names.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import asyncio
 import mimetypes
 from dataclasses import dataclass
 from email.utils import formatdate
+from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import web
@@ -22,15 +32,16 @@ from archiver.decode import choose_encoding
 
 from ..warc.reader import StoredResponse
 from .library import Found, Library, seconds
-from .render import ENVIRONMENT, LIBRARY, link_url
+from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
 from .target import Target, parse_target
 from .views import missing_response
 
 REPLAY_CSP = (
     "default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'; connect-src 'self'; "
-    "form-action 'self'; sandbox allow-scripts allow-forms allow-popups"
+    "form-action 'self'; base-uri 'self'; sandbox allow-scripts allow-forms"
 )
+CONNECTION_ALLOWLIST = "(response-origin);webrtc=block"
 MAX_CONTENT = 256 * 1024 * 1024
 MAX_REWRITE = 32 * 1024 * 1024
 """Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
@@ -39,13 +50,33 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 PASSED_HEADERS = ("content-language",)
 
 
-def replay_headers(timestamp: str) -> dict[str, str]:
-    return {
+def replay_headers(request: web.Request, timestamp: str) -> dict[str, str]:
+    headers = {
         "Content-Security-Policy": REPLAY_CSP,
-        "Access-Control-Allow-Origin": "*",
+        "Connection-Allowlist": CONNECTION_ALLOWLIST,
         "Memento-Datetime": _http_date(timestamp),
         "Cache-Control": "no-cache",
+        "Vary": "Origin",
     }
+    origin = request.headers.get("Origin")
+    if origin is not None and (origin in request.app[CORS_ORIGINS] or _from_replay(request, origin)):
+        headers["Access-Control-Allow-Origin"] = origin
+    return headers
+
+
+def _from_replay(request: web.Request, origin: str) -> bool:
+    """A request made by a replayed page of this server (opaque origin, Referer here)."""
+    if origin != "null":
+        return False
+    try:
+        referer = urlsplit(request.headers.get("Referer", ""))
+    except ValueError:
+        return False
+    return (
+        referer.scheme == request.scheme
+        and referer.netloc.lower() == request.host.lower()
+        and referer.path.startswith("/replay/")
+    )
 
 
 def _http_date(timestamp: str) -> str:
@@ -125,7 +156,9 @@ async def replay(request: web.Request) -> web.StreamResponse:
     if found is None:
         if target.modifier in ("", FRAME):
             return missing_response(request, target.url)
-        return web.Response(status=404, text="not archived", headers=replay_headers(target.timestamp))
+        return web.Response(
+            status=404, text="not archived", headers=replay_headers(request, target.timestamp)
+        )
     capture = found.capture
     if target.modifier == "" and capture.timestamp != target.timestamp and capture.mime in HTML_TYPES:
         # a page is moved to its exact time, so its banner, address and links agree;
@@ -139,7 +172,7 @@ async def replay(request: web.Request) -> web.StreamResponse:
         if resolved is not None and resolved != target.url:
             raise web.HTTPFound(link_url(replay_path(target.timestamp, resolved, target.modifier)))
     body = await asyncio.to_thread(build_body, library, found, stored, target, request.app[ENVIRONMENT])
-    headers = replay_headers(capture.timestamp)
+    headers = replay_headers(request, capture.timestamp)
     for name, value in stored.headers:
         if name.lower() in PASSED_HEADERS:
             headers[name] = value

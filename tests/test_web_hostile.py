@@ -1,0 +1,163 @@
+"""`archiver serve` against hostile archives and hostile neighbours: no way out to the live web.
+
+The browser tests run real Chromium against the replay server with a second server on
+127.0.0.1 standing in for the live web; nothing intercepts the browser's requests, so
+"the live site saw no request" (and, for WebRTC, "the STUN and TURN listeners saw no
+packet") is what the replay itself achieves.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.web.app import machine_names, make_app
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+from yarl import URL
+
+ARCHIVED = "http://archived.test"
+STAMP = "20240501100000"
+
+
+def write_archive(folder: Path, pages: dict[str, tuple[str, str | bytes]]) -> Path:
+    """An archive holding `pages` (path -> (content type, body)) of ARCHIVED, as another tool wrote it."""
+    path = folder / "warc" / "hostile.warc.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for page, (kind, body) in pages.items():
+            data = body.encode() if isinstance(body, str) else body
+            http = StatusAndHeaders("200 OK", [("Content-Type", kind)], protocol="HTTP/1.1")
+            record = writer.create_warc_record(
+                ARCHIVED + page,
+                "response",
+                payload=io.BytesIO(data),
+                length=len(data),
+                http_headers=http,
+                warc_headers_dict={"WARC-Date": "2024-05-01T10:00:00Z"},
+            )
+            writer.write_record(record)
+    return folder
+
+
+@asynccontextmanager
+async def serving(archive: Path, **options: Any) -> AsyncIterator[TestClient[Any, Any]]:
+    client = TestClient(TestServer(make_app([archive], **options), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+# -- the search page's parameters ------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["%C2%B2", "%D9%A3", "%EF%BC%93", "%C2%B9%C2%B9", "1%C2%B2", "%F0%9D%9F%97"])
+async def test_non_ascii_digits_as_page_number(tmp_path: Path, page: str) -> None:
+    """'²'.isdigit() is true but int('²') fails: page 1, never a 500."""
+    archive = write_archive(tmp_path / "a", {"/": ("text/html", "<title>zebra</title><p>zebra</p>")})
+    async with serving(archive) as client:
+        for path in (f"/search?q=zebra&page={page}", f"/browse?site=archived.test&page={page}"):
+            response = await client.get(URL(path, encoded=True))
+            body = await response.text()
+            assert response.status == 200, (path, response.status, body[:300])
+            assert "Traceback" not in body
+
+
+# -- CORS ------------------------------------------------------------------------------
+
+
+async def test_replay_answers_cross_origin_reads_only_when_asked(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "a", {"/secret": ("text/plain", "archived")})
+    raw = f"/replay/{STAMP}id_/{ARCHIVED}/secret"
+    async with serving(archive, cors=["https://tool.example"]) as client:
+        plain = await client.get(raw)
+        assert plain.status == 200 and "Access-Control-Allow-Origin" not in plain.headers
+        other = await client.get(raw, headers={"Origin": "https://evil.example"})
+        assert "Access-Control-Allow-Origin" not in other.headers
+        anonymous = await client.get(raw, headers={"Origin": "null", "Referer": "https://evil.example/x"})
+        assert "Access-Control-Allow-Origin" not in anonymous.headers
+        missing = await client.get(f"/replay/{STAMP}id_/{ARCHIVED}/none", headers={"Origin": "https://e.x"})
+        assert missing.status == 404 and "Access-Control-Allow-Origin" not in missing.headers
+
+        tool = await client.get(raw, headers={"Origin": "https://tool.example"})
+        assert tool.headers["Access-Control-Allow-Origin"] == "https://tool.example"
+        assert "Origin" in tool.headers["Vary"]
+        own_page = f"http://{client.host}:{client.port}/replay/{STAMP}/{ARCHIVED}/"
+        replayed = await client.get(raw, headers={"Origin": "null", "Referer": own_page})
+        assert replayed.headers["Access-Control-Allow-Origin"] == "null"
+    async with serving(archive) as client:
+        tool = await client.get(raw, headers={"Origin": "https://tool.example"})
+        assert "Access-Control-Allow-Origin" not in tool.headers
+
+
+# -- Host allow-list beyond loopback ---------------------------------------------------
+
+
+async def test_host_allow_list_when_listening_on_all_addresses(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "a", {"/": ("text/html", "<title>t</title>")})
+    server = TestServer(make_app([archive], host="0.0.0.0", allow_hosts=["archive.lan"]), host="0.0.0.0")
+    await server.start_server()
+    try:
+        base = f"http://127.0.0.1:{server.port}/"
+        async with ClientSession() as session:
+
+            async def status(host: str) -> int:
+                async with session.get(base, headers={"Host": host}) as response:
+                    await response.read()
+                    return response.status
+
+            assert await status("rebind.evil.com") == 421
+            assert await status(f"rebind.evil.com:{server.port}") == 421
+            assert await status("127.0.0.1.evil.com") == 421
+            assert await status(f"127.0.0.1:{server.port}") == 200
+            assert await status("192.0.2.7") == 200  # an address: no rebinding through it
+            assert await status("[fd00::2]:80") == 200
+            assert await status("archive.lan") == 200
+            assert await status(f"localhost:{server.port}") == 200
+            for name in machine_names():
+                assert await status(f"{name}:{server.port}") == 200
+    finally:
+        await server.close()
+
+
+def test_serve_warns_about_the_host_allow_list(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "a", {"/": ("text/html", "<title>t</title>")})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "archiver", "serve", str(archive), "--host", "0.0.0.0", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        warning = process.stderr.readline()
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert "anyone who can reach it can read the archive" in warning
+    assert "--allow-host" in warning and "IP addresses" in warning
+    assert socket.gethostname().lower().split(".")[0] in warning
+
+
+def test_serve_rejects_a_bad_cors_origin(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "a", {"/": ("text/html", "<title>t</title>")})
+    result = subprocess.run(
+        [sys.executable, "-m", "archiver", "serve", str(archive), "--cors", "*"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and "--cors *" in result.stderr and "Traceback" not in result.stderr
