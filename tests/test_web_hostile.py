@@ -16,11 +16,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.mirror.html import rewrite_html as export_rewrite
+from archiver_plugins.mirror.mapping import Mapped
 from archiver_plugins.web.app import machine_names, make_app
+from archiver_plugins.web.replay import UrlRewriter
+from archiver_plugins.web.replay import rewrite_html as replay_rewrite
+from selectolax.lexbor import LexborHTMLParser
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from yarl import URL
@@ -58,6 +64,74 @@ async def serving(archive: Path, **options: Any) -> AsyncIterator[TestClient[Any
         yield client
     finally:
         await client.close()
+
+
+# -- rewriting by the tokenizer's view of the document --------------------------------
+
+LIVE = "http://live.test"
+REFRESH = '<meta http-equiv="refresh" content="1;url={live}/{n}">'
+# Each hides the refresh from a pattern-based scanner; a browser sees it.
+HIDING = [
+    "<!-->{refresh}-->",
+    "<!--->{refresh}-->",
+    "<!-- x --!>{refresh}-->",
+    "<!-- x --!>{refresh}",
+    "</p title='><!--'>{refresh}-->",
+    '</div x="><!--">{refresh}-->',
+    "<p title='<!--'>{refresh}-->",
+    "<svg><style>{refresh}</style></svg>",
+    "<svg><title>{refresh}</title></svg>",
+    "<math><style><p>x</p>{refresh}</style></math>",
+    "<script><!--<script></script><!--</script>{refresh}-->",
+    "<noscript>{refresh}</noscript>",
+    "<![CDATA[ > ]]>{refresh}<!-- ]]> -->",
+    '<!DOCTYPE html PUBLIC "a>b">{refresh}<!-- " -->',
+    '<p a=b"c>{refresh}<i d=">',
+    "<?php echo '?>' ?>{refresh}",
+    "</ x>{refresh}<!-- -->",
+    "<style>/* <!-- */</style>{refresh}-->",
+    "<textarea><!--</textarea>{refresh}-->",
+    "<select><style><!--</style>{refresh}--></select>",
+]
+
+
+def hostile_documents() -> list[str]:
+    return [
+        "<html><head><title>t</title></head><body>"
+        + hiding.format(refresh=REFRESH.format(live=LIVE, n=n))
+        + "</body></html>"
+        for n, hiding in enumerate(HIDING)
+    ]
+
+
+def refreshes(document: str) -> list[str]:
+    """The refresh targets a browser-grade parser (lexbor) finds in `document`."""
+    found = []
+    for meta in LexborHTMLParser(document).css("meta"):
+        if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh":
+            found.append((meta.attributes.get("content") or "").split("url=", 1)[-1])
+    return found
+
+
+@pytest.mark.parametrize("document", hostile_documents())
+def test_replay_rewrites_every_refresh_a_browser_sees(document: str) -> None:
+    assert any(target.startswith(LIVE) for target in refreshes(document))  # the browser's view
+    out = replay_rewrite(document, UrlRewriter(ARCHIVED + "/page", STAMP))
+    targets = refreshes(out)
+    assert targets and all(t.startswith(("/replay/", "/missing/")) for t in targets), out
+
+
+@pytest.mark.parametrize("document", hostile_documents())
+def test_export_disarms_every_refresh_a_browser_sees(document: str) -> None:
+    def links(raw: str, base: str, kind: str) -> Mapped:
+        target = urljoin(base, raw)
+        return Mapped(None, missing=True, target=target, reason="not archived")
+
+    out = export_rewrite(document, ARCHIVED + "/page", links)
+    assert refreshes(out) == [], out  # the refresh to the web is kept but inert
+    assert "data-archived-http-equiv" in out
+    unchanged = out.replace("data-archived-http-equiv", "http-equiv")
+    assert unchanged == document  # every other byte as archived
 
 
 # -- the search page's parameters ------------------------------------------------------
