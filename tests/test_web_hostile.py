@@ -8,6 +8,7 @@ packet") is what the replay itself achieves.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import socket
 import subprocess
@@ -21,11 +22,14 @@ from urllib.parse import urljoin
 import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.mirror.export import ExportOptions, export_mirror
 from archiver_plugins.mirror.html import rewrite_html as export_rewrite
 from archiver_plugins.mirror.mapping import Mapped
 from archiver_plugins.web.app import machine_names, make_app
 from archiver_plugins.web.replay import UrlRewriter
 from archiver_plugins.web.replay import rewrite_html as replay_rewrite
+from browser import launch_browser
+from conftest import Site
 from selectolax.lexbor import LexborHTMLParser
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -168,9 +172,10 @@ async def test_replay_answers_cross_origin_reads_only_when_asked(tmp_path: Path)
         tool = await client.get(raw, headers={"Origin": "https://tool.example"})
         assert tool.headers["Access-Control-Allow-Origin"] == "https://tool.example"
         assert "Origin" in tool.headers["Vary"]
-        own_page = f"http://{client.host}:{client.port}/replay/{STAMP}/{ARCHIVED}/"
-        replayed = await client.get(raw, headers={"Origin": "null", "Referer": own_page})
-        assert replayed.headers["Access-Control-Allow-Origin"] == "null"
+        font = await client.get(raw, headers={"Origin": "null", "Sec-Fetch-Dest": "font"})
+        assert font.headers["Access-Control-Allow-Origin"] == "null"  # a replayed page's web font
+        fetched = await client.get(raw, headers={"Origin": "null", "Sec-Fetch-Dest": "empty"})
+        assert "Access-Control-Allow-Origin" not in fetched.headers
     async with serving(archive) as client:
         tool = await client.get(raw, headers={"Origin": "https://tool.example"})
         assert "Access-Control-Allow-Origin" not in tool.headers
@@ -235,3 +240,195 @@ def test_serve_rejects_a_bad_cors_origin(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 2 and "--cors *" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- in Chromium: nothing reaches the live web -----------------------------------------
+
+
+@asynccontextmanager
+async def replay_server(archive: Path) -> AsyncIterator[str]:
+    server = TestServer(make_app([archive]), host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()
+
+
+async def open_all(context: Any, urls: list[str], settle_ms: int) -> list[Any]:
+    """Open every URL in its own tab at once, then give their timers and scripts `settle_ms`."""
+    pages = [await context.new_page() for _ in urls]
+    await asyncio.gather(*(page.goto(url, wait_until="load") for page, url in zip(pages, urls, strict=True)))
+    await pages[0].wait_for_timeout(settle_ms)
+    return pages
+
+
+REFRESHES_SEEN = """() => [...document.querySelectorAll('meta')]
+    .filter(m => (m.httpEquiv || '').trim().toLowerCase() === 'refresh')
+    .map(m => new URL(m.content.split(/url=/i).pop(), location.href).href)"""
+
+
+IN_CHROMIUM = (0, 1, 2, 4, 7, 10)
+"""The three comment tricks, a quoted '>' in an end tag, <style> in SVG, <script> escapes."""
+
+
+async def test_comment_tricks_never_take_replay_or_export_to_the_live_web(site: Site, tmp_path: Path) -> None:
+    live = site.url("")
+    documents = hostile_documents()
+    pages: dict[str, tuple[str, str | bytes]] = {
+        f"/{n}": ("text/html", documents[n].replace(LIVE, live)) for n in IN_CHROMIUM
+    }
+    archive = write_archive(tmp_path / "a", pages)
+    mirror = tmp_path / "mirror"
+    result = await asyncio.to_thread(export_mirror, archive, mirror, ExportOptions())
+    assert result.errors == []
+    exported = sorted(p.as_uri() for p in mirror.rglob("*.html") if p.parent != mirror)
+    assert len(exported) == len(pages)
+    requested: list[str] = []
+    async with replay_server(archive) as base, launch_browser() as browser:
+        context: Any = await browser.new_context()  # type: ignore[attr-defined]
+        context.on("request", lambda request: requested.append(request.url))
+        await open_all(context, [f"{base}/replay/{STAMP}/{ARCHIVED}{p}" for p in pages], 2500)
+        for n in IN_CHROMIUM:  # Chromium saw each refresh, and it led into the archive
+            assert f"{base}/replay/{STAMP}/{live}/{n}" in requested, (n, requested)
+        for tab in await open_all(context, exported, 2500):
+            assert await tab.evaluate(REFRESHES_SEEN) == [], tab.url
+    assert sum(site.hits.values()) == 0, dict(site.hits)
+
+
+async def test_popups_downloads_and_navigation_stay_off_the_live_web(site: Site, tmp_path: Path) -> None:
+    live = site.url("")
+    click = (
+        'var a = document.createElement("a"); a.href = "{href}"; {extra} document.body.append(a); a.click();'
+    )
+    scripts = {
+        "/open": f'window.open("{live}/open");',
+        "/blank": click.format(href=f"{live}/blank", extra='a.target = "_blank";'),
+        "/download": click.format(href=f"{live}/download", extra='a.download = "x.bin";'),
+        "/location": f'setTimeout(() => {{ location.href = "{live}/location"; }}, 50);',
+        "/refresh": "document.head.innerHTML += "
+        + f'\'<meta http-equiv="refresh" content="0;url={live}/refresh">\';',
+    }
+    pages: dict[str, tuple[str, str | bytes]] = {
+        path: ("text/html", f"<html><head></head><body><p>p</p><script>{script}</script></body></html>")
+        for path, script in scripts.items()
+    }
+    pages["/links"] = ("text/html", '<body><a id="here" href="/open" target="_blank">here</a></body>')
+    archive = write_archive(tmp_path / "a", pages)
+    async with replay_server(archive) as base, launch_browser() as browser:
+        context: Any = await browser.new_context(accept_downloads=True)  # type: ignore[attr-defined]
+        tabs = await open_all(context, [f"{base}/replay/{STAMP}/{ARCHIVED}{p}" for p in scripts], 1500)
+        assert len(context.pages) == len(tabs), "a replayed page opened a window"
+        links = await context.new_page()
+        await links.goto(f"{base}/replay/{STAMP}/{ARCHIVED}/links")
+        await links.click("#here")  # an archived target=_blank link opens in the same tab
+        await links.wait_for_url(f"**/replay/{STAMP}/{ARCHIVED}/open")
+        await links.wait_for_timeout(300)
+        assert len(context.pages) == len(tabs) + 1
+    assert sum(site.hits.values()) == 0, dict(site.hits)
+
+
+class Listener(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.packets = 0
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        self.packets += 1
+
+
+RTC = """
+const ice = {{iceServers: [{{urls: 'stun:127.0.0.1:{udp}'}},
+  {{urls: 'turn:127.0.0.1:{tcp}?transport=tcp', username: 'u', credential: 'c'}}]}};
+function call(Peer) {{
+  try {{ const pc = new Peer(ice); pc.createDataChannel('x');
+         pc.createOffer().then(o => pc.setLocalDescription(o)).catch(() => 0); }} catch (e) {{}}
+}}
+"""
+
+
+async def test_webrtc_sends_nothing_to_stun_or_turn_servers(site: Site, tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    udp = Listener()
+    transport, _ = await loop.create_datagram_endpoint(lambda: udp, local_addr=("127.0.0.1", 0))
+    connections: list[int] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        writer.close()
+
+    turn = await asyncio.start_server(accept, "127.0.0.1", 0)
+    rtc = RTC.format(udp=transport.get_extra_info("sockname")[1], tcp=turn.sockets[0].getsockname()[1])
+    frame_script = f"<script>{rtc} call(RTCPeerConnection);</script>"
+    scripts = {
+        "/window": "call(window.RTCPeerConnection || window.webkitRTCPeerConnection);",
+        "/blank-frame": "const f = document.createElement('iframe'); document.body.append(f);"
+        " call(f.contentWindow.RTCPeerConnection);",
+        "/srcdoc-frame": "const f = document.createElement('iframe');"
+        f" f.srcdoc = {frame_script!r}; document.body.append(f);",
+        "/data-frame": "const f = document.createElement('iframe');"
+        f" f.src = 'data:text/html,' + encodeURIComponent({frame_script!r}); document.body.append(f);",
+    }
+    pages: dict[str, tuple[str, str | bytes]] = {
+        path: ("text/html", f"<html><body><script>{rtc}{script}</script></body></html>")
+        for path, script in scripts.items()
+    }
+    site.page("/control", pages["/window"][1])
+    archive = write_archive(tmp_path / "a", pages)
+    try:
+        async with replay_server(archive) as base, launch_browser() as browser:
+            context: Any = await browser.new_context()  # type: ignore[attr-defined]
+            urls = [f"{base}/replay/{STAMP}/{ARCHIVED}{p}" for p in scripts]
+            urls.append(f"{base}/replay/{STAMP}id_/{ARCHIVED}/window")
+            await open_all(context, urls, 3000)
+            assert (udp.packets, len(connections)) == (0, 0), "replayed WebRTC reached a live server"
+            control = await context.new_page()
+            await control.goto(site.url("/control"))
+            for _ in range(50):
+                if udp.packets and connections:
+                    break
+                await control.wait_for_timeout(100)
+            assert udp.packets and connections, "the same script outside replay sends nothing: no test"
+    finally:
+        transport.close()
+        turn.close()
+        await turn.wait_closed()
+
+
+FONTS = sorted(Path("/usr/share/fonts").rglob("*.ttf"))
+
+
+async def test_other_origins_cannot_read_replay_but_replayed_fonts_load(site: Site, tmp_path: Path) -> None:
+    if not FONTS:
+        pytest.fail("no TrueType font under /usr/share/fonts (apt-get install fonts-dejavu-core)")
+    styled = (
+        "<html><head><style>@font-face { font-family: Archived; src: url(/font.ttf); }"
+        " p { font-family: Archived; }</style></head><body><p>text</p></body></html>"
+    )
+    pages: dict[str, tuple[str, str | bytes]] = {
+        "/secret": ("text/plain", "archived secret"),
+        "/styled": ("text/html", styled),
+        "/font.ttf": ("font/ttf", FONTS[0].read_bytes()),
+    }
+    archive = write_archive(tmp_path / "a", pages)
+    async with replay_server(archive) as base, launch_browser() as browser:
+        secret = f"{base}/replay/{STAMP}id_/{ARCHIVED}/secret"
+        read = f"fetch('{secret}').then(r => r.text()).then(t => t, e => 'blocked')"
+        site.page(  # a page elsewhere, and its sandboxed frame (Origin: null), try to read it
+            "/attacker",
+            "<html><head><title></title><script>addEventListener('message', e => {"
+            " document.title = e.data; })</script></head><body><iframe sandbox='allow-scripts'"
+            f' srcdoc="<script>{read}.then(t => parent.postMessage(t, `*`))</script>"></iframe>'
+            "</body></html>",
+        )
+        context: Any = await browser.new_context()  # type: ignore[attr-defined]
+        attacker = await context.new_page()
+        await attacker.goto(site.url("/attacker"))
+        assert await attacker.evaluate(read) == "blocked"
+        await attacker.wait_for_function("document.title !== ''")
+        assert await attacker.title() == "blocked"
+        replayed = await context.new_page()
+        await replayed.goto(f"{base}/replay/{STAMP}/{ARCHIVED}/styled")
+        status = await replayed.evaluate(
+            "document.fonts.ready.then(() => [...document.fonts].map(f => f.family + ' ' + f.status))"
+        )
+        assert status == ["Archived loaded"]

@@ -96,7 +96,8 @@ def add_commands(cli: click.Group) -> None:
         "--cors",
         multiple=True,
         metavar="ORIGIN",
-        help="Let pages of ORIGIN (https://tool.example) read replayed responses (repeatable).",
+        help="Let pages of ORIGIN (https://tool.example, or null: any sandboxed page, replayed "
+        "scripts included) read replayed responses (repeatable).",
     )
     @click.option("-q", "--quiet", is_flag=True, help="Print only the URL.")
     def serve(
@@ -119,7 +120,7 @@ def add_commands(cli: click.Group) -> None:
         from .library import Library
 
         for origin in cors:
-            if not _ORIGIN.fullmatch(origin.rstrip("/")):
+            if origin != "null" and not _ORIGIN.fullmatch(origin.rstrip("/")):
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
         library = Library.open(list(archives))
         if not is_loopback(host):

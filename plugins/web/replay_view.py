@@ -10,11 +10,10 @@ CSP does not govern navigations or WebRTC: `CONNECTION_ALLOWLIST` does, in the b
 that honour it (Chromium 152 and later): a replayed page may then connect to, and
 navigate to, this server only.
 
-Responses carry no CORS header, so a page of another origin cannot read them, except
-for the replayed pages themselves: their opaque origin sends ``Origin: null``, which is
-answered when the request's Referer is a replay page of this server (fonts, module
-scripts and an archived script's ``fetch`` need it), and the origins ``serve --cors``
-names.
+Responses carry no CORS header, so a page of another origin cannot read them: only
+the origins ``serve --cors`` names get one, and fonts loaded by a replayed page (whose
+opaque origin sends ``Origin: null``, see `_from_replay`).  An archived script's own
+``fetch`` of an archived URL is therefore refused unless ``--cors null`` is given.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import asyncio
 import mimetypes
 from dataclasses import dataclass
 from email.utils import formatdate
-from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import web
@@ -65,18 +63,12 @@ def replay_headers(request: web.Request, timestamp: str) -> dict[str, str]:
 
 
 def _from_replay(request: web.Request, origin: str) -> bool:
-    """A request made by a replayed page of this server (opaque origin, Referer here)."""
-    if origin != "null":
-        return False
-    try:
-        referer = urlsplit(request.headers.get("Referer", ""))
-    except ValueError:
-        return False
-    return (
-        referer.scheme == request.scheme
-        and referer.netloc.lower() == request.host.lower()
-        and referer.path.startswith("/replay/")
-    )
+    """A font a replayed page loads: its opaque origin sends ``Origin: null``.
+
+    Any sandboxed page sends that too, but a font's bytes never reach a page's scripts;
+    a ``fetch`` (destination ``empty``) would hand them over, so it is not answered.
+    """
+    return origin == "null" and request.headers.get("Sec-Fetch-Dest") == "font"
 
 
 def _http_date(timestamp: str) -> str:
