@@ -328,6 +328,29 @@ async def test_popups_downloads_and_navigation_stay_off_the_live_web(site: Site,
     assert sum(site.hits.values()) == 0, dict(site.hits)
 
 
+async def test_documents_served_as_archived_run_no_script(site: Site, tmp_path: Path) -> None:
+    """`id_` bytes, SVG and XML are not rewritten: nothing in them may run or refresh."""
+    live = site.url("")
+    script = "<script>document.title = 'ran';</script>"
+    refresh = f'<meta http-equiv="refresh" content="0;url={live}/refresh">'
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><script>document.title = "ran";</script></svg>'
+    pages: dict[str, tuple[str, str | bytes]] = {
+        "/page": ("text/html", f"<html><head><title>t</title>{refresh}</head><body>{script}</body></html>"),
+        "/image.svg": ("image/svg+xml", svg),
+        "/scripted": ("text/html", f"<html><head><title>t</title></head><body>{script}</body></html>"),
+    }
+    archive = write_archive(tmp_path / "a", pages)
+    async with replay_server(archive) as base, launch_browser() as browser:
+        context: Any = await browser.new_context()  # type: ignore[attr-defined]
+        urls = [f"{base}/replay/{STAMP}id_/{ARCHIVED}/page", f"{base}/replay/{STAMP}/{ARCHIVED}/image.svg"]
+        tabs = await open_all(context, urls, 1000)
+        assert [await tab.title() for tab in tabs] == ["t", ""]
+        rewritten = await context.new_page()  # a page replayed with its links rewritten runs scripts
+        await rewritten.goto(f"{base}/replay/{STAMP}/{ARCHIVED}/scripted")
+        await rewritten.wait_for_function("document.title === 'ran'")
+    assert sum(site.hits.values()) == 0, dict(site.hits)
+
+
 class Listener(asyncio.DatagramProtocol):
     def __init__(self) -> None:
         self.packets = 0

@@ -39,7 +39,14 @@ REPLAY_CSP = (
     "default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'; connect-src 'self'; "
     "form-action 'self'; base-uri 'self'; sandbox allow-scripts allow-forms"
 )
+INERT_CSP = (
+    "default-src 'self' data: blob: 'unsafe-inline'; script-src 'none'; form-action 'none'; "
+    "base-uri 'self'; sandbox"
+)
+"""For a markup document served as archived (``id_``, SVG, XML): no script runs and, being
+sandboxed without ``allow-scripts``, no ``<meta http-equiv=refresh>`` fires."""
 CONNECTION_ALLOWLIST = "(response-origin);webrtc=block"
+_MARKUP = ("html", "xml", "svg")
 MAX_CONTENT = 256 * 1024 * 1024
 MAX_REWRITE = 32 * 1024 * 1024
 """Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
@@ -79,6 +86,13 @@ def _http_date(timestamp: str) -> str:
 class Body:
     data: bytes
     content_type: str
+    rewritten: bool = False
+
+    @property
+    def policy(self) -> str:
+        """Scripts run only in a page whose links were rewritten into the archive."""
+        kind = self.content_type.split(";", 1)[0].lower()
+        return REPLAY_CSP if self.rewritten or not any(m in kind for m in _MARKUP) else INERT_CSP
 
 
 def _media_type(stored: StoredResponse) -> str:
@@ -117,7 +131,7 @@ def build_body(
     if mime == "text/css":
         return Body(urls.rewrite_css(text).encode("utf-8"), "text/css; charset=utf-8")
     banner = "" if target.modifier == FRAME else _banner(library, found, stored, target, env)
-    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8")
+    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8", rewritten=True)
 
 
 def _banner(
@@ -170,4 +184,5 @@ async def replay(request: web.Request) -> web.StreamResponse:
             headers[name] = value
     response = web.Response(body=body.data, status=status if 200 <= status < 600 else 200, headers=headers)
     response.headers["Content-Type"] = body.content_type
+    response.headers["Content-Security-Policy"] = body.policy
     return response
