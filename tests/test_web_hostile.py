@@ -338,13 +338,16 @@ async def test_documents_served_as_archived_run_no_script(site: Site, tmp_path: 
         "/page": ("text/html", f"<html><head><title>t</title>{refresh}</head><body>{script}</body></html>"),
         "/image.svg": ("image/svg+xml", svg),
         "/scripted": ("text/html", f"<html><head><title>t</title></head><body>{script}</body></html>"),
+        "/sniffed": ("unknown/unknown", f"<html><head><title>s</title></head><body>{script}</body></html>"),
     }
     archive = write_archive(tmp_path / "a", pages)
     async with replay_server(archive) as base, launch_browser() as browser:
         context: Any = await browser.new_context()  # type: ignore[attr-defined]
-        urls = [f"{base}/replay/{STAMP}id_/{ARCHIVED}/page", f"{base}/replay/{STAMP}/{ARCHIVED}/image.svg"]
+        urls = [f"{base}/replay/{STAMP}id_/{ARCHIVED}/page"]
+        urls += [f"{base}/replay/{STAMP}/{ARCHIVED}{path}" for path in ("/image.svg", "/sniffed")]
         tabs = await open_all(context, urls, 1000)
-        assert [await tab.title() for tab in tabs] == ["t", ""]
+        titles = [await tab.title() for tab in tabs]
+        assert titles[0] == "t" and "ran" not in titles, titles
         rewritten = await context.new_page()  # a page replayed with its links rewritten runs scripts
         await rewritten.goto(f"{base}/replay/{STAMP}/{ARCHIVED}/scripted")
         await rewritten.wait_for_function("document.title === 'ran'")

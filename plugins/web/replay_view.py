@@ -43,10 +43,13 @@ INERT_CSP = (
     "default-src 'self' data: blob: 'unsafe-inline'; script-src 'none'; form-action 'none'; "
     "base-uri 'self'; sandbox"
 )
-"""For a markup document served as archived (``id_``, SVG, XML): no script runs and, being
-sandboxed without ``allow-scripts``, no ``<meta http-equiv=refresh>`` fires."""
+"""For whatever was not rewritten (``id_`` bytes, SVG, XML, a type a browser might sniff):
+opened as a document, no script runs and, sandboxed without ``allow-scripts``, no
+``<meta http-equiv=refresh>`` fires.  As an image, stylesheet or script of a page, the
+policy of the page applies instead."""
 CONNECTION_ALLOWLIST = "(response-origin);webrtc=block"
-_MARKUP = ("html", "xml", "svg")
+_SCRIPT_TYPES = ("javascript", "ecmascript")
+"""A worker's script runs under its own response's policy: it keeps the replay policy."""
 MAX_CONTENT = 256 * 1024 * 1024
 MAX_REWRITE = 32 * 1024 * 1024
 """Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
@@ -57,7 +60,7 @@ PASSED_HEADERS = ("content-language",)
 
 def replay_headers(request: web.Request, timestamp: str) -> dict[str, str]:
     headers = {
-        "Content-Security-Policy": REPLAY_CSP,
+        "Content-Security-Policy": INERT_CSP,
         "Connection-Allowlist": CONNECTION_ALLOWLIST,
         "Memento-Datetime": _http_date(timestamp),
         "Cache-Control": "no-cache",
@@ -92,7 +95,7 @@ class Body:
     def policy(self) -> str:
         """Scripts run only in a page whose links were rewritten into the archive."""
         kind = self.content_type.split(";", 1)[0].lower()
-        return REPLAY_CSP if self.rewritten or not any(m in kind for m in _MARKUP) else INERT_CSP
+        return REPLAY_CSP if self.rewritten or any(t in kind for t in _SCRIPT_TYPES) else INERT_CSP
 
 
 def _media_type(stored: StoredResponse) -> str:
