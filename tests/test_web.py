@@ -20,7 +20,7 @@ from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.reindex import reindex
 from archiver_plugins.web.app import make_app
-from archiver_plugins.web.replay_view import REPLAY_CSP
+from archiver_plugins.web.replay_view import INERT_CSP, REPLAY_CSP
 from conftest import CrawlFn, Site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -155,7 +155,7 @@ async def test_replay_redirects_nearest_capture_and_headers(site: Site, crawl_ar
         raw = await client.get(f"/replay/{stamp.group(1)}id_/{site.url('/')}")
         raw_body = await raw.text()
         assert 'href="/pears"' in raw_body and "archiver-banner" not in raw_body
-        assert raw.headers["Content-Security-Policy"] == REPLAY_CSP
+        assert raw.headers["Content-Security-Policy"] == INERT_CSP  # links not rewritten: no script
 
         framed = await text_of(client, f"/replay/{stamp.group(1)}if_/{site.url('/')}")
         assert "archiver-banner" not in framed and "/replay/" in framed
@@ -174,7 +174,7 @@ async def test_replay_redirects_nearest_capture_and_headers(site: Site, crawl_ar
         assert missing_image.status == 400
         missing_image = await client.get(f"/replay/2id_/{site.url('/nothing.png')}")
         assert missing_image.status == 404
-        assert missing_image.headers["Content-Security-Policy"] == REPLAY_CSP
+        assert missing_image.headers["Content-Security-Policy"] == INERT_CSP
         gone = await client.get(f"/missing/2/{site.url('/pears')}", allow_redirects=False)
         assert gone.status == 302  # archived after all: the missing page sends the reader there
     assert site.hits["/never"] == 0 and site.hits["/nothing.png"] == 0
@@ -352,7 +352,7 @@ async def test_archived_strings_are_escaped_everywhere(hostile_archive: Path) ->
 
         image = await client.get("/replay/20240501100001/http://evil.test/pic.png")
         assert image.status == 200
-        assert image.headers["Content-Security-Policy"] == REPLAY_CSP
+        assert image.headers["Content-Security-Policy"] == INERT_CSP
         assert "Content-Language" in image.headers
 
 

@@ -2,16 +2,17 @@
 
 A parser that builds a tree (selectolax, html5lib) writes the document back in its own
 form: attribute quoting, entity spelling, whitespace and broken markup all change.
-Here a tokenizer written after the HTML standard's tokenizer states (comments, bogus
-comments, end tags, raw-text and RCDATA elements, the three attribute value forms, an
-unterminated quote running to the end) only finds where each link is written; the
-document is then copied with just those spans replaced.
+Here a scanner that follows the HTML standard's tokenizer (`archiver_plugins.links.markup`)
+only finds where each link is written; the document is then copied with just those
+spans replaced.
 
 What is rewritten: URL attributes of the elements that load or link something (`href`,
 `src`, `poster`, `data`, `background`, `action`, `cite`, SVG `href`/`xlink:href`),
 `srcset`/`imagesrcset`, `<meta http-equiv=refresh>`, `style` attributes and `<style>`
 elements (CSS `url()` and `@import`).  ``<base href>`` decides how the others resolve
-and is then disabled (renamed), since the mirror's links are relative to each file.
+and is then disabled (renamed), since the mirror's links are relative to each file; so is
+a ``<meta http-equiv=refresh>`` whose target is not in the mirror, which would otherwise
+take the reader to the live web without a click.
 A local stylesheet or script loses `integrity`/`crossorigin`, which file:// pages
 cannot satisfy.  Links left pointing at the web on `<a>`/`<area>` can be marked with
 ``data-archive-missing=REASON`` and a `title` that says why, so they are visible without CSS.
@@ -19,11 +20,10 @@ cannot satisfy.  Links left pointing at the web on `<a>`/`<area>` can be marked 
 
 from __future__ import annotations
 
-import html
 import re
-from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
+from ..links.markup import RAW_TEXT, Attribute, Tag, scan_tags
 from .css import rewrite_css
 from .mapping import PAGE, REQUISITE, LinkMap, Mapped
 from .srcset import rewrite_refresh, rewrite_srcset
@@ -33,17 +33,6 @@ __all__ = ["MISSING_ATTRIBUTE", "rewrite_html"]
 MISSING_ATTRIBUTE = "data-archive-missing"
 
 _WS = "\t\n\f\r "
-_TAG_OPEN = re.compile(r"<(?:(!--)|([!?])|(/)|([A-Za-z][^\t\n\f\r />]*))")
-_ATTRIBUTE = re.compile(
-    r"[\t\n\f\r /]*(?:(?P<end>>)|(?P<name>[^\t\n\f\r />][^\t\n\f\r />=]*)"
-    r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*"
-    r"""(?:"(?P<dq>[^"]*)(?:"|\Z)|'(?P<sq>[^']*)(?:'|\Z)|(?P<uq>[^\t\n\f\r >]+)))?"""
-    r"|\Z)"
-)
-# The rest of a start tag, quoted values may hold '>': to skip tags that hold no link.
-_TAG_REST = re.compile(r"""(?:[^>"']++|"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))*+(?:>|\Z)""")
-_RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
-_RAW_END = {name: re.compile(rf"</{name}[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
 _STYLESHEET_RELS = frozenset(
     {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload", "prefetch", "modulepreload", "manifest"}
 )
@@ -80,121 +69,29 @@ URL_ATTRIBUTES: dict[str, dict[str, str]] = {
 SRCSET_ATTRIBUTES = {"img": "srcset", "source": "srcset", "link": "imagesrcset"}
 _MARKED = frozenset({"a", "area"})
 _INTERESTING = (
-    frozenset(URL_ATTRIBUTES)
-    | frozenset(SRCSET_ATTRIBUTES)
-    | _RAW_TEXT
-    | {"meta", "base", "head", "html", "plaintext"}
+    frozenset(URL_ATTRIBUTES) | frozenset(SRCSET_ATTRIBUTES) | RAW_TEXT | {"meta", "base", "head", "html"}
 )
 _CHARSET_META = re.compile(r"<meta\b[^>]*?(?:charset\s*=|http-equiv\s*=\s*[\"']?content-type)", re.IGNORECASE)
-
-
-@dataclass(slots=True)
-class _Attribute:
-    name: str
-    value: str | None
-    start: int  # of the name
-    value_start: int  # of the value including its quote; == end when there is no value
-    end: int  # just past the value (and its closing quote)
-
-
-@dataclass(slots=True)
-class _Tag:
-    name: str
-    start: int
-    end: int  # just past '>' (or the end of the text)
-    closed: bool
-    attributes: list[_Attribute] = field(default_factory=list)
-
-    def get(self, name: str) -> _Attribute | None:
-        for attribute in self.attributes:
-            if attribute.name == name:
-                return attribute
-        return None
 
 
 def _quote(value: str) -> str:
     return '"' + value.replace("&", "&amp;").replace('"', "&quot;") + '"'
 
 
-def _parse_tag(text: str, name: str, start: int, position: int) -> _Tag:
-    tag = _Tag(name=name, start=start, end=len(text), closed=False)
-    seen: set[str] = set()
-    while True:
-        match = _ATTRIBUTE.match(text, position)
-        if match is None or (match.end() == position and match.group("end") is None):
-            return tag
-        position = match.end()
-        if match.group("end") is not None:
-            tag.end = position
-            tag.closed = True
-            return tag
-        if match.group("name") is None:
-            return tag  # end of text inside the tag
-        lowered = match.group("name").lower()
-        if lowered in seen:
-            continue  # the first of duplicated attributes counts, as in HTML
-        seen.add(lowered)
-        value: str | None = None
-        value_start = match.end()
-        for group in ("dq", "sq", "uq"):
-            raw = match.group(group)
-            if raw is not None:
-                value = html.unescape(raw) if "&" in raw else raw
-                value_start = match.start(group) - (1 if group != "uq" else 0)
-                break
-        tag.attributes.append(_Attribute(lowered, value, match.start("name"), value_start, match.end()))
+def iter_tags(text: str) -> list[tuple[Tag, tuple[int, int] | None]]:
+    """Every start tag of `text` that can hold a link, with the span of a raw-text element's text."""
+    return [(tag, tag.content) for tag in scan_tags(text, _INTERESTING)]
 
 
-def iter_tags(text: str) -> list[tuple[_Tag, tuple[int, int] | None]]:
-    """Every start tag of `text`, with the span of its raw text content for raw-text elements."""
-    tags: list[tuple[_Tag, tuple[int, int] | None]] = []
-    position = 0
-    length = len(text)
-    while True:
-        lt = text.find("<", position)
-        if lt < 0:
-            return tags
-        match = _TAG_OPEN.match(text, lt)
-        if match is None:
-            position = lt + 1
-            continue
-        if match.group(1):  # <!-- comment -->
-            end = text.find("-->", lt + 2)
-            position = length if end < 0 else end + 3
-            continue
-        if match.group(2) or match.group(3):  # <!doctype>, <?...>, </end tag>
-            end = text.find(">", match.end())
-            position = length if end < 0 else end + 1
-            continue
-        name = match.group(4).lower()
-        if name not in _INTERESTING:
-            rest = _TAG_REST.match(text, match.end())
-            assert rest is not None  # the pattern matches at least the end of the text
-            if "style" not in rest.group().lower():
-                position = rest.end()
-                continue
-        tag = _parse_tag(text, name, lt, match.end())
-        position = tag.end
-        content: tuple[int, int] | None = None
-        if name in _RAW_TEXT and tag.closed:
-            closing = _RAW_END[name].search(text, position)
-            stop = length if closing is None else closing.start()
-            content = (position, stop)
-            position = stop
-        tags.append((tag, content))
-        if name == "plaintext":
-            return tags
-
-
-def _link_kind(tag: _Tag, attribute: str, default: str) -> str:
+def _link_kind(tag: Tag, attribute: str, default: str) -> str:
     if tag.name == "link" and attribute == "href":
-        rel = (tag.get("rel") or _Attribute("rel", "", 0, 0, 0)).value or ""
+        rel = (tag.get("rel") or Attribute("rel", "", 0, 0, 0)).value or ""
         if _STYLESHEET_RELS & set(rel.lower().split()):
             return REQUISITE
     return default
 
 
-def _charset_position(text: str, tags: list[tuple[_Tag, tuple[int, int] | None]]) -> int:
+def _charset_position(text: str, tags: list[tuple[Tag, tuple[int, int] | None]]) -> int:
     for wanted in ("head", "html"):
         for tag, _ in tags:
             if tag.name == wanted and tag.closed:
@@ -254,12 +151,12 @@ def rewrite_html(
     return "".join(out)
 
 
-def _replace_value(attribute: _Attribute, value: str, edits: list[tuple[int, int, str]]) -> None:
+def _replace_value(attribute: Attribute, value: str, edits: list[tuple[int, int, str]]) -> None:
     edits.append((attribute.value_start, attribute.end, _quote(value)))
 
 
 def _rewrite_tag(
-    tag: _Tag, base: str, links: LinkMap, mark_missing: bool, edits: list[tuple[int, int, str]]
+    tag: Tag, base: str, links: LinkMap, mark_missing: bool, edits: list[tuple[int, int, str]]
 ) -> None:
     name = tag.name
     if name == "base":
@@ -291,8 +188,16 @@ def _rewrite_tag(
         equiv = tag.get("http-equiv")
         content = tag.get("content")
         if equiv and (equiv.value or "").strip().lower() == "refresh" and content and content.value:
-            new = rewrite_refresh(content.value, base, links)
-            if new != content.value:
+            targets: list[Mapped] = []
+
+            def recording(raw: str, base: str, kind: str) -> Mapped:
+                targets.append(links(raw, base, kind))
+                return targets[-1]
+
+            new = rewrite_refresh(content.value, base, recording)
+            if any(target.missing for target in targets):  # a refresh to the web: keep it visible, but inert
+                edits.append((equiv.start, equiv.start + len("http-equiv"), "data-archived-http-equiv"))
+            elif new != content.value:
                 _replace_value(content, new, edits)
     style = tag.get("style")
     if style is not None and style.value:

@@ -2,9 +2,11 @@
 
 Two kinds of response leave this server.  UI pages (search, browse, history, status)
 carry `UI_CSP`, which allows no script at all.  Archived content under ``/replay/``
-carries the replay policy (see `replay_view`).  A request whose Host is not a loopback
-name is refused when the server listens on loopback, so a web page elsewhere cannot
-reach the archive through DNS rebinding.
+carries the replay policy (see `replay_view`).  A request whose Host is not a name of
+this server is refused (421), so a web page elsewhere cannot reach the archive through
+DNS rebinding: on loopback only loopback names are answered; on any other address also
+an IP address (a rebinding attack needs a name it controls), the machine's own name and
+the names given with ``--allow-host``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import mimetypes
-from collections.abc import Awaitable, Callable, Sequence
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
@@ -20,14 +24,35 @@ from aiohttp import web
 from archiver.errors import ArchiveError
 
 from .library import REFRESH_SECONDS, Library
-from .render import ENVIRONMENT, FOLLOWERS, LIBRARY, STATIC, UI_CSP, make_environment, render
+from .render import CORS_ORIGINS, ENVIRONMENT, FOLLOWERS, LIBRARY, STATIC, UI_CSP, make_environment, render
 from .replay_view import replay
 from .views import browse_page, history_page, missing_page, search_page, status_page
 
 log = logging.getLogger(__name__)
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class HostCheck:
+    """The Host header values this server answers to."""
+
+    names: frozenset[str]
+    any_address: bool = False
+    """Also any IP address: a server listening beyond loopback is reached by its addresses."""
+
+    def allows(self, name: str) -> bool:
+        return name in self.names or (self.any_address and _is_address(name))
+
+    @classmethod
+    def for_address(cls, host: str, allow_hosts: Iterable[str] = ()) -> HostCheck:
+        names = LOOPBACK_NAMES | {host.lower()} | {n.strip().lower() for n in allow_hosts if n.strip()}
+        if is_loopback(host):
+            return cls(frozenset(names))
+        return cls(frozenset(names | machine_names()), any_address=True)
+
+
+ALLOWED_HOSTS = web.AppKey("allowed_hosts", HostCheck)
 STATIC_FILES = web.AppKey("static_files", dict)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -50,9 +75,10 @@ def _host_name(host: str) -> str:
 
 @web.middleware
 async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
-    allowed = request.app[ALLOWED_HOSTS]
-    if allowed and _host_name((request.host or "").lower()) not in allowed:
-        raise web.HTTPMisdirectedRequest(text="this server answers only to its loopback address")
+    if not request.app[ALLOWED_HOSTS].allows(_host_name((request.host or "").lower())):
+        raise web.HTTPMisdirectedRequest(
+            text="this server answers only to its own names and addresses (serve --allow-host adds one)"
+        )
     return await handler(request)
 
 
@@ -116,11 +142,13 @@ def make_app(
     *,
     host: str = "127.0.0.1",
     refresh_seconds: float = REFRESH_SECONDS,
+    allow_hosts: Iterable[str] = (),
+    cors: Iterable[str] = (),
 ) -> web.Application:
     """The web application serving `archives` (folders or WARC files).
 
-    `host` is the address the server listens on: on a loopback address only loopback
-    Host headers are answered.
+    `host` is the address the server listens on and `allow_hosts` more names it answers
+    to (see `HostCheck`); `cors` are origins whose pages may read replayed responses.
     """
     library = archives if isinstance(archives, Library) else Library.open(archives, refresh_seconds)
     app = web.Application(middlewares=[check_host, error_pages], client_max_size=64 * 1024)
@@ -128,7 +156,8 @@ def make_app(
     app[ENVIRONMENT] = make_environment()
     app[FOLLOWERS] = {}
     app[STATIC_FILES] = _load_static()
-    app[ALLOWED_HOSTS] = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else frozenset()
+    app[ALLOWED_HOSTS] = HostCheck.for_address(host, allow_hosts)
+    app[CORS_ORIGINS] = frozenset(origin.rstrip("/") for origin in cors)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", search_page)
     app.router.add_get("/search", search_page)
@@ -151,3 +180,17 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def machine_names() -> frozenset[str]:
+    """This machine's host name, alone and as its first label (``box.lan`` and ``box``)."""
+    name = socket.gethostname().lower()
+    return frozenset(n for n in (name, name.split(".", 1)[0]) if n)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 # command line is built: every other command would pay for it at start-up.
 
 DEFAULT_PORT = 8480
+_ORIGIN = re.compile(r"https?://[^/\s]+")
 
 
 def url_for(host: str, port: int) -> str:
@@ -26,7 +28,15 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-async def serve_forever(library: Library, host: str, port: int, *, quiet: bool = False) -> None:
+async def serve_forever(
+    library: Library,
+    host: str,
+    port: int,
+    *,
+    quiet: bool = False,
+    allow_hosts: Sequence[str] = (),
+    cors: Sequence[str] = (),
+) -> None:
     """Listen until SIGINT or SIGTERM, then close connections and return."""
     import asyncio
 
@@ -34,7 +44,7 @@ async def serve_forever(library: Library, host: str, port: int, *, quiet: bool =
 
     from .app import make_app
 
-    app = make_app(library, host=host)
+    app = make_app(library, host=host, allow_hosts=allow_hosts, cors=cors)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
@@ -75,8 +85,29 @@ def add_commands(cli: click.Group) -> None:
         show_default=True,
         help="Port to listen on; 0 picks a free one.",
     )
+    @click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help="Also answer requests for this Host name (repeatable); others get 421.",
+    )
+    @click.option(
+        "--cors",
+        multiple=True,
+        metavar="ORIGIN",
+        help="Let pages of ORIGIN (https://tool.example, or null: any sandboxed page, replayed "
+        "scripts included) read replayed responses (repeatable).",
+    )
     @click.option("-q", "--quiet", is_flag=True, help="Print only the URL.")
-    def serve(archives: Sequence[Path], host: str, port: int, quiet: bool) -> None:
+    def serve(
+        archives: Sequence[Path],
+        host: str,
+        port: int,
+        allow_hosts: Sequence[str],
+        cors: Sequence[str],
+        quiet: bool,
+    ) -> None:
         """Search and replay ARCHIVES in a web browser (several archives at once are fine).
 
         Prints the URL to open.  Pages are replayed from the WARC files with their links
@@ -85,12 +116,19 @@ def add_commands(cli: click.Group) -> None:
         """
         import asyncio
 
-        from .app import is_loopback
+        from .app import is_loopback, machine_names
         from .library import Library
 
+        for origin in cors:
+            if origin != "null" and not _ORIGIN.fullmatch(origin.rstrip("/")):
+                raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
         library = Library.open(list(archives))
         if not is_loopback(host):
+            names = ", ".join(sorted({*machine_names(), *allow_hosts}))
             click.echo(
-                f"warning: listening on {host}: anyone who can reach it can read the archive", err=True
+                f"warning: listening on {host}: anyone who can reach it can read the archive. "
+                f"It answers requests for its IP addresses, localhost and {names}; "
+                "add a name with --allow-host NAME",
+                err=True,
             )
-        asyncio.run(serve_forever(library, host, port, quiet=quiet))
+        asyncio.run(serve_forever(library, host, port, quiet=quiet, allow_hosts=allow_hosts, cors=cors))

@@ -25,6 +25,8 @@ STATIC = HERE / "static"
 LIBRARY = web.AppKey("library", Library)
 ENVIRONMENT = web.AppKey("environment", jinja2.Environment)
 FOLLOWERS = web.AppKey("followers", dict[str, LogFollower])
+CORS_ORIGINS = web.AppKey("cors_origins", frozenset[str])
+"""Origins (``serve --cors``) allowed to read replayed responses from their own pages."""
 
 UI_CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "

@@ -8,10 +8,11 @@ not hold go to ``/missing/TIMESTAMP/URL`` instead, so a reader sees at once that
 they lead nowhere.  Scripts are not rewritten; the Content-Security-Policy the
 server adds keeps whatever they compute inside the server.
 
-The HTML is re-emitted token by token (``html.parser``), not re-serialized from a
-tree, so markup the browser tolerates stays as it was.  Attribute values come back
-from the parser unescaped and are escaped again on the way out: an archived value
-can never break out of its attribute.
+The HTML is not re-serialized: the tags are found as a browser's tokenizer finds them
+(`archiver_plugins.links.markup`, shared with the export) and only the rewritten values
+are replaced, escaped and quoted, so markup the browser tolerates stays as it was and a
+value can never break out of its attribute.  A link that would open a new window
+(``target=_blank``) opens in the same one, since replayed pages may open none.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
+
+from ..links.markup import Attribute, Tag, scan_tags
 
 REPLAY_PREFIX = "/replay/"
 MISSING_PREFIX = "/missing/"
@@ -161,89 +163,83 @@ def parse_srcset(value: str) -> list[tuple[str, list[str]]]:
     return candidates
 
 
-class _HtmlRewriter(HTMLParser):
-    """Re-emits a document with its URLs rewritten and the banner after ``<body>``."""
+_TARGETS = frozenset({"a", "area", "form", "base"})
+_INTERESTING = (
+    frozenset(tag for tags in _URL_ATTRIBUTES.values() for tag in tags)
+    | _SRCSET_TAGS
+    | _TARGETS
+    | {"base", "body", "meta", "style"}
+)
 
-    def __init__(self, urls: UrlRewriter, banner: str) -> None:
-        super().__init__(convert_charrefs=False)
-        self.urls = urls
-        self.banner = banner
-        self.out: list[str] = []
-        self._in_style = False
 
-    def _attributes(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
-        if tag == "base":
-            for name, value in attrs:
-                if name == "href" and value:
-                    resolved = self.urls.absolute(value)
-                    if resolved is not None:
-                        self.urls.base = resolved
-        refresh = tag == "meta" and any(
-            n == "http-equiv" and (v or "").strip().lower() == "refresh" for n, v in attrs
-        )
-        parts: list[str] = []
-        for name, value in attrs:
-            if name in _DROPPED:
-                continue
-            if value is None:
-                parts.append(f" {name}")
-                continue
-            new = value
-            if tag in _URL_ATTRIBUTES.get(name, ()) or (tag == "base" and name == "href"):
-                modifier = FRAME if (tag, name) in _FRAMES else ""
-                new = self.urls.rewrite(value, modifier=modifier, navigational=(tag, name) in _NAVIGATION)
-            elif name == "srcset" and tag in _SRCSET_TAGS:
-                new = self.urls.rewrite_srcset(value)
-            elif name == "style":
-                new = self.urls.rewrite_css(value)
-            elif refresh and name == "content":
-                new = self.urls.rewrite_refresh(value)
-            parts.append(f' {name}="{html.escape(new, quote=True)}"')
-        return "".join(parts)
+def _quote(value: str) -> str:
+    return '"' + html.escape(value, quote=True) + '"'
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.out.append(f"<{tag}{self._attributes(tag, attrs)}>")
-        if tag == "style":
-            self._in_style = True
-        if tag == "body" and self.banner:
-            self.out.append(self.banner)
-            self.banner = ""
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.out.append(f"<{tag}{self._attributes(tag, attrs)} />")
+def _rewrite_tag(tag: Tag, urls: UrlRewriter, edits: list[tuple[int, int, str]]) -> None:
+    name = tag.name
+    refresh = name == "meta" and (
+        ((tag.get("http-equiv") or _NO_VALUE).value or "").strip().lower() == "refresh"
+    )
+    for attribute in tag.attributes:
+        if attribute.name in _DROPPED:
+            edits.append((attribute.start, attribute.end, ""))
+            continue
+        value = attribute.value
+        if value is None:
+            continue
+        new = value
+        if name in _URL_ATTRIBUTES.get(attribute.name, ()) or (name == "base" and attribute.name == "href"):
+            modifier = FRAME if (name, attribute.name) in _FRAMES else ""
+            new = urls.rewrite(value, modifier=modifier, navigational=(name, attribute.name) in _NAVIGATION)
+        elif attribute.name == "srcset" and name in _SRCSET_TAGS:
+            new = urls.rewrite_srcset(value)
+        elif attribute.name == "style":
+            new = urls.rewrite_css(value)
+        elif refresh and attribute.name == "content":
+            new = urls.rewrite_refresh(value)
+        elif attribute.name == "target" and name in _TARGETS and value.strip().lower() == "_blank":
+            new = "_self"  # replayed pages open no window: the link opens here instead
+        if new != value:
+            edits.append((attribute.value_start, attribute.end, _quote(new)))
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style":
-            self._in_style = False
-        self.out.append(f"</{tag}>")
 
-    def handle_data(self, data: str) -> None:
-        self.out.append(self.urls.rewrite_css(data) if self._in_style else data)
-
-    def handle_entityref(self, name: str) -> None:
-        self.out.append(f"&{name};")
-
-    def handle_charref(self, name: str) -> None:
-        self.out.append(f"&#{name};")
-
-    def handle_comment(self, data: str) -> None:
-        self.out.append(f"<!--{data}-->")
-
-    def handle_decl(self, decl: str) -> None:
-        self.out.append(f"<!{decl}>")
-
-    def handle_pi(self, data: str) -> None:
-        self.out.append(f"<?{data}>")
-
-    def unknown_decl(self, data: str) -> None:
-        self.out.append(f"<![{data}]>")
+_NO_VALUE = Attribute("", None, 0, 0, 0)
 
 
 def rewrite_html(text: str, urls: UrlRewriter, banner: str = "") -> str:
-    """The document `text` with its URLs rewritten; `banner` (trusted HTML) follows ``<body>``."""
-    rewriter = _HtmlRewriter(urls, banner)
-    rewriter.feed(text)
-    rewriter.close()
-    if rewriter.banner:  # no <body> tag: the browser moves trailing content into the body
-        rewriter.out.append(rewriter.banner)
-    return "".join(rewriter.out)
+    """The document `text` with its URLs rewritten; `banner` (trusted HTML) follows ``<body>``.
+
+    Only the rewritten attribute values (and the CSS of ``<style>`` elements) change;
+    every other byte stays as archived, and the tags are found as a browser finds them.
+    """
+    tags = scan_tags(text, _INTERESTING)
+    for tag in tags:
+        href = tag.get("href") if tag.name == "base" else None
+        if href is not None and href.value:
+            resolved = urls.absolute(href.value)
+            if resolved is not None:
+                urls.base = resolved  # the first <base href> decides, for the whole document
+                break
+    edits: list[tuple[int, int, str]] = []
+    for tag in tags:
+        _rewrite_tag(tag, urls, edits)
+        if tag.name == "style" and tag.content is not None:
+            start, end = tag.content
+            css = text[start:end]
+            new = urls.rewrite_css(css)
+            if new != css:
+                edits.append((start, end, new))
+        if banner and tag.name == "body" and tag.closed:
+            edits.append((tag.end, tag.end, banner))
+            banner = ""
+    edits.sort(key=lambda edit: (edit[0], edit[1]))
+    out: list[str] = []
+    last = 0
+    for start, end, replacement in edits:
+        out.append(text[last:start])
+        out.append(replacement)
+        last = end
+    out.append(text[last:])
+    out.append(banner)  # no <body> tag: the browser moves trailing content into the body
+    return "".join(out)

@@ -5,7 +5,15 @@ its exact capture time, so the address bar, the banner and every rewritten link 
 Archived redirects are followed inside the archive.  Archived content runs under
 `REPLAY_CSP`: it may load only from this server, and the ``sandbox`` directive without
 ``allow-same-origin`` gives it an opaque origin, so its scripts can neither read the
-UI pages nor call out to the live web.
+UI pages nor call out to the live web; without ``allow-popups`` it opens no window.
+CSP does not govern navigations or WebRTC: `CONNECTION_ALLOWLIST` does, in the browsers
+that honour it (Chromium 152 and later): a replayed page may then connect to, and
+navigate to, this server only.
+
+Responses carry no CORS header, so a page of another origin cannot read them: only
+the origins ``serve --cors`` names get one, and fonts loaded by a replayed page (whose
+opaque origin sends ``Origin: null``, see `_from_replay`).  An archived script's own
+``fetch`` of an archived URL is therefore refused unless ``--cors null`` is given.
 """
 
 from __future__ import annotations
@@ -23,15 +31,26 @@ from archiver.errors import ArchiveError
 
 from ..warc.reader import StoredResponse
 from .library import Found, Library, seconds
-from .render import ENVIRONMENT, LIBRARY, link_url
+from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
 from .target import Target, parse_target
 from .views import missing_response
 
 REPLAY_CSP = (
     "default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'; connect-src 'self'; "
-    "form-action 'self'; sandbox allow-scripts allow-forms allow-popups"
+    "form-action 'self'; base-uri 'self'; sandbox allow-scripts allow-forms"
 )
+INERT_CSP = (
+    "default-src 'self' data: blob: 'unsafe-inline'; script-src 'none'; form-action 'none'; "
+    "base-uri 'self'; sandbox"
+)
+"""For whatever was not rewritten (``id_`` bytes, SVG, XML, a type a browser might sniff):
+opened as a document, no script runs and, sandboxed without ``allow-scripts``, no
+``<meta http-equiv=refresh>`` fires.  As an image, stylesheet or script of a page, the
+policy of the page applies instead."""
+CONNECTION_ALLOWLIST = "(response-origin);webrtc=block"
+_SCRIPT_TYPES = ("javascript", "ecmascript")
+"""A worker's script runs under its own response's policy: it keeps the replay policy."""
 MAX_REWRITE = 32 * 1024 * 1024
 """Bigger HTML or CSS is served as it is (the CSP still keeps it inside the server)."""
 
@@ -39,13 +58,27 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 PASSED_HEADERS = ("content-language",)
 
 
-def replay_headers(timestamp: str) -> dict[str, str]:
-    return {
-        "Content-Security-Policy": REPLAY_CSP,
-        "Access-Control-Allow-Origin": "*",
+def replay_headers(request: web.Request, timestamp: str) -> dict[str, str]:
+    headers = {
+        "Content-Security-Policy": INERT_CSP,
+        "Connection-Allowlist": CONNECTION_ALLOWLIST,
         "Memento-Datetime": _http_date(timestamp),
         "Cache-Control": "no-cache",
+        "Vary": "Origin",
     }
+    origin = request.headers.get("Origin")
+    if origin is not None and (origin in request.app[CORS_ORIGINS] or _from_replay(request, origin)):
+        headers["Access-Control-Allow-Origin"] = origin
+    return headers
+
+
+def _from_replay(request: web.Request, origin: str) -> bool:
+    """A font a replayed page loads: its opaque origin sends ``Origin: null``.
+
+    Any sandboxed page sends that too, but a font's bytes never reach a page's scripts;
+    a ``fetch`` (destination ``empty``) would hand them over, so it is not answered.
+    """
+    return origin == "null" and request.headers.get("Sec-Fetch-Dest") == "font"
 
 
 def _http_date(timestamp: str) -> str:
@@ -57,6 +90,13 @@ class Body:
     data: bytes
     content_type: str
     content_encoding: str | None = None
+    rewritten: bool = False
+
+    @property
+    def policy(self) -> str:
+        """Scripts run only in a page whose links were rewritten into the archive."""
+        kind = self.content_type.split(";", 1)[0].lower()
+        return REPLAY_CSP if self.rewritten or any(t in kind for t in _SCRIPT_TYPES) else INERT_CSP
 
 
 def _media_type(stored: StoredResponse) -> str:
@@ -102,7 +142,7 @@ def build_body(
     if mime == "text/css":
         return Body(urls.rewrite_css(text).encode("utf-8"), "text/css; charset=utf-8")
     banner = "" if target.modifier == FRAME else _banner(library, found, stored, target, env)
-    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8")
+    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8", rewritten=True)
 
 
 def _banner(
@@ -133,7 +173,9 @@ async def replay(request: web.Request) -> web.StreamResponse:
     if found is None:
         if target.modifier in ("", FRAME):
             return missing_response(request, target.url)
-        return web.Response(status=404, text="not archived", headers=replay_headers(target.timestamp))
+        return web.Response(
+            status=404, text="not archived", headers=replay_headers(request, target.timestamp)
+        )
     capture = found.capture
     if target.modifier == "" and capture.timestamp != target.timestamp and capture.mime in HTML_TYPES:
         # a page is moved to its exact time, so its banner, address and links agree;
@@ -147,7 +189,7 @@ async def replay(request: web.Request) -> web.StreamResponse:
         if resolved is not None and resolved != target.url:
             raise web.HTTPFound(link_url(replay_path(target.timestamp, resolved, target.modifier)))
     body = await asyncio.to_thread(build_body, library, found, stored, target, request.app[ENVIRONMENT])
-    headers = replay_headers(capture.timestamp)
+    headers = replay_headers(request, capture.timestamp)
     for name, value in stored.headers:
         if name.lower() in PASSED_HEADERS:
             headers[name] = value
@@ -155,4 +197,5 @@ async def replay(request: web.Request) -> web.StreamResponse:
     response.headers["Content-Type"] = body.content_type
     if body.content_encoding:
         response.headers["Content-Encoding"] = body.content_encoding
+    response.headers["Content-Security-Policy"] = body.policy
     return response

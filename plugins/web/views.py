@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import date
 from typing import Any
 
@@ -15,6 +16,7 @@ from .searching import Filters, run_search
 from .status import LOG_NAME, LogFollower, crawl_status
 from .target import parse_target
 
+_DIGITS = re.compile(r"[0-9]{1,5}")
 PER_PAGE = 10
 URLS_PER_PAGE = 100
 MAX_PAGE = 1000
@@ -28,8 +30,9 @@ TYPE_CHOICES = (
 
 
 def _page(request: web.Request) -> int:
+    """The page asked for, 1 for anything but a few ASCII digits ('²'.isdigit() is true too)."""
     raw = request.query.get("page", "1")
-    return min(max(int(raw), 1), MAX_PAGE) if raw.isdigit() and len(raw) < 6 else 1
+    return min(max(int(raw), 1), MAX_PAGE) if _DIGITS.fullmatch(raw) else 1
 
 
 def _day(value: str, end: bool, problems: list[str]) -> str:
