@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from archiver_plugins.index.search import search
 from archiver_plugins.web.app import make_app
 from browser import chromium_path, launch_browser
 from conftest import Site, make_config
@@ -24,6 +25,7 @@ from mirror_site import png
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver import ConfigError
+from archiver.cli import main
 from archiver.config import Config
 from archiver.crawler import run_crawl
 from archiver.crawllog import LOG_NAME
@@ -146,6 +148,7 @@ async def test_browser_archives_what_scripts_build_and_it_replays(site: Site, tm
     forever = rendered[site.url("/forever.html")]
     assert "network never went quiet" in forever["reason"]
     assert crawl.stats["browser.pages"] >= 4 and crawl.stats["browser.cached"] >= 1
+    assert [hit.url for hit in search(crawl.archive, "hydrangeas").hits] == [site.url("/")]
 
     hits_after_crawl = dict(site.hits)
     server = TestServer(make_app([crawl.archive]), host="127.0.0.1")
@@ -190,6 +193,21 @@ async def test_without_browser_the_crawl_is_the_plain_one(site: Site, tmp_path: 
     for path in ("/data.json", "/added.html", "/pushed.html", "/img/lazy.png", "/tick.json"):
         assert site.hits[path] == 0, f"{path} was fetched without the browser"
     assert crawl.stats["browser.pages"] == 0
+    assert search(crawl.archive, "hydrangeas").hits == []
+
+
+async def test_crawl_command_takes_browser_options(site: Site, tmp_path: Path) -> None:
+    chromium_path()
+    site.page("/", '<div id="t"></div><script>fetch("data.json").then((r) => r.text())</script>')
+    site.page("/data.json", "{}", content_type="application/json")
+    archive = tmp_path / "cli"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--delay", "0", "--ignore-robots", "-q"]
+    code = await asyncio.to_thread(main, [*args, "--browser", "--browser-tabs", "1"])
+    assert code == 0
+    assert site.hits["/data.json"] == 1
+    assert any(uri == f"urn:dom:{site.url('/')}" for _, uri, _, _ in records(archive))
+    code = await asyncio.to_thread(main, [*args[:3], str(tmp_path / "bad"), "--browser-tabs", "0"])
+    assert code == 2
 
 
 async def test_browser_refuses_pop_ups_downloads_and_endless_scripts(site: Site, tmp_path: Path) -> None:
