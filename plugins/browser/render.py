@@ -48,6 +48,8 @@ VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000
 """Taller pages get a screenshot of the first screen only (a PNG stays a few MB at most)."""
 IDLE_AFTER_SCROLL = 2.0
+QUIET_SECONDS = 0.5
+"""The network is quiet once no request of the page was pending for this long."""
 CLOSE_TIMEOUT = 10.0
 MAX_DOM_LINKS = 10_000
 
@@ -189,6 +191,8 @@ class PageSession:
         self._page: Any = None
         self._fetches: set[asyncio.Task[Answer]] = set()
         self._crashed = asyncio.Event()
+        self._pending = 0
+        self._last_activity = time.monotonic()
 
     async def run(self, browser: Any) -> Rendering:
         started = time.monotonic()
@@ -229,15 +233,14 @@ class PageSession:
         page.on("crash", lambda _page: self._crashed.set())
         idle_ms = self.settings.idle_timeout * 1000
         await page.goto(self.url, wait_until="commit", timeout=self.settings.page_timeout * 1000)
-        try:
+        settle_until = time.monotonic() + self.settings.idle_timeout
+        with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state("load", timeout=idle_ms)
-            await page.wait_for_load_state("networkidle", timeout=idle_ms)
-        except PlaywrightTimeout:
+        if not await self._quiet(settle_until):
             self.note(f"network never went quiet within idle_timeout = {self.settings.idle_timeout:g} s")
         if self.settings.scroll_rounds:
             await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
-            with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_load_state("networkidle", timeout=min(idle_ms, IDLE_AFTER_SCROLL * 1000))
+            await self._quiet(time.monotonic() + min(self.settings.idle_timeout, IDLE_AFTER_SCROLL))
         self.result.links = list(await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS))
         for url in await page.evaluate("() => window.__archiverPopups || []"):
             self.note(f"refused a pop-up window ({url})")
@@ -247,9 +250,29 @@ class PageSession:
             full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
             self.result.screenshot = await page.screenshot(type="png", full_page=full, animations="disabled")
 
+    async def _quiet(self, deadline: float) -> bool:
+        """Wait until no request was pending for QUIET_SECONDS; False when `deadline` came first."""
+        while True:
+            now = time.monotonic()
+            quiet_at = self._last_activity + QUIET_SECONDS
+            if self._pending == 0 and now >= quiet_at:
+                return True
+            if now >= deadline:
+                return False
+            await asyncio.sleep(min(max(quiet_at - now, 0.05), deadline - now))
+
     # -- what the page asks for --------------------------------------------------------
 
     async def _route(self, route: Any) -> None:
+        self._pending += 1
+        self._last_activity = time.monotonic()
+        try:
+            await self._answer(route)
+        finally:
+            self._pending -= 1
+            self._last_activity = time.monotonic()
+
+    async def _answer(self, route: Any) -> None:
         request = route.request
         url = request.url
         try:
