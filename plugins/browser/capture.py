@@ -63,7 +63,9 @@ class BrowserCapture:
     async def discover_links(
         self, page: Page, links: Sequence[Link], fetch: FetchRequisite, crawl: Crawl
     ) -> list[Link]:
-        if page.kind is not LinkKind.PAGE or not page.is_html or not self.settings.wants(page.url):
+        if not (page.kind is LinkKind.PAGE and 200 <= page.status < 300 and page.is_html):
+            return []
+        if not self.settings.wants(page.url):
             return []
         assert self._tabs is not None
         async with self._tabs:

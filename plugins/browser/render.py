@@ -196,9 +196,14 @@ class PageSession:
 
     async def run(self, browser: Any) -> Rendering:
         started = time.monotonic()
-        context = await browser.new_context(
-            viewport=VIEWPORT, accept_downloads=False, service_workers="block", java_script_enabled=True
-        )
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                context = await browser.new_context(
+                    viewport=VIEWPORT, accept_downloads=False, service_workers="block"
+                )
+        except Exception as exc:  # Chromium died or hangs: the next page starts a new one
+            self.note(f"no browser context: {_describe(exc, False)}")
+            return self.result
         try:
             async with asyncio.timeout(self.settings.page_timeout):
                 await self._load(context)
