@@ -219,7 +219,14 @@ async def test_browser_refuses_pop_ups_downloads_and_endless_scripts(site: Site,
         'a.href = "file.bin"; a.download = "file.bin"; document.body.appendChild(a); a.click();'
         'fetch("post", {method: "POST", body: "x"});</script>',
     )
-    site.page("/loop.html", "<!doctype html><title>Loop</title><script>for (;;) {}</script>")
+    site.page(
+        "/loop.html",
+        '<!doctype html><title>Loop</title><a href="away.html">away</a><script>for (;;) {}</script>',
+    )
+    site.page(
+        "/away.html", '<!doctype html><title>Away</title><script>location.href = "landed.html";</script>'
+    )
+    site.page("/landed.html", "<!doctype html><title>Landed</title>")
     site.page("/after.html", "<!doctype html><title>After</title><p>the crawl went on</p>")
     site.page("/popup.html", "<!doctype html><title>Popup</title>")
     site.page("/file.bin", b"\x00" * 100, content_type="application/octet-stream")
@@ -234,6 +241,8 @@ async def test_browser_refuses_pop_ups_downloads_and_endless_scripts(site: Site,
     assert "pop-up" in home and "POST" in home and "download" in home
     assert "page_timeout" in rendered[site.url("/loop.html")]["reason"]
     assert rendered[site.url("/after.html")]["outcome"] == "rendered"
+    assert "navigated to" in rendered[site.url("/away.html")]["reason"]
+    assert site.hits["/landed.html"] == 1, "a script's navigation target is followed as a link"
     assert site.hits["/post"] == 0
 
 

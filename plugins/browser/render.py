@@ -52,6 +52,7 @@ QUIET_SECONDS = 0.5
 """The network is quiet once no request of the page was pending for this long."""
 CLOSE_TIMEOUT = 10.0
 MAX_DOM_LINKS = 10_000
+MAX_DOM_CHARS = 64 * 1024 * 1024
 
 _DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection"})
 
@@ -246,10 +247,14 @@ class PageSession:
         if self.settings.scroll_rounds:
             await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
             await self._quiet(time.monotonic() + min(self.settings.idle_timeout, IDLE_AFTER_SCROLL))
-        self.result.links = list(await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS))
-        for url in await page.evaluate("() => window.__archiverPopups || []"):
+        self.result.links += _strings(await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS))
+        for url in _strings(await page.evaluate("() => window.__archiverPopups || []"))[:5]:
             self.note(f"refused a pop-up window ({url})")
-        self.result.dom = await page.content()
+        dom = await page.content()
+        if len(dom) > MAX_DOM_CHARS:
+            self.note(f"rendered DOM of {len(dom)} characters not stored (over {MAX_DOM_CHARS})")
+            return
+        self.result.dom = dom
         if self.settings.screenshot:
             height = await page.evaluate(HEIGHT_SCRIPT)
             full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
@@ -334,6 +339,13 @@ class PageSession:
     async def _dialog(self, dialog: Any) -> None:
         with contextlib.suppress(Exception):
             await dialog.dismiss()
+
+
+def _strings(value: Any) -> list[str]:
+    """What a page's script returned, kept only as far as it is a list of URL-sized strings."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value[:MAX_DOM_LINKS] if isinstance(item, str) and len(item) <= 8192]
 
 
 def _describe(exc: BaseException, crashed: bool) -> str:
