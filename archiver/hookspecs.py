@@ -134,9 +134,10 @@ def discover_links(
     ``await fetch(url)`` fetches `url` now as a requisite of `page`, with the crawl's
     politeness, limits, address guard and robots.txt, and the exchange reaches
     `page_fetched` (so the WARC holds it) and the crawl log like any other.  It returns
-    that ``Page``, or None when the crawl already fetched the URL or holds it from an
-    earlier run (nothing is fetched twice: keep what `page_fetched` showed you, or read
-    the archive); it raises ``archiver.FetchError`` when the URL is refused or fails.
+    that ``Page``, or None when the crawl has seen the URL already (fetched, queued, or
+    held from an earlier run: nothing is fetched twice; keep what `page_fetched` showed
+    you, or ask `archived_pages`); it raises ``archiver.FetchError`` when the URL is
+    refused or fails.  A redirect is returned as it is: fetch its target in turn.
     The worker waits for this hook, so bound its time.  `crawl` is the running crawl.
     May be ``async def``.
     """
