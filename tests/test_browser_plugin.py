@@ -39,7 +39,7 @@ TEXT = "Hydrangeas turn blue on acid soil"
 HOME = """<!doctype html><html><head><title>Script garden</title></head>
 <body><h1>Script garden</h1><div id="text">loading...</div><nav id="nav"></nav>
 <div style="height: 2600px">spacer</div>
-<img id="lazy" class="lazy" data-src="img/lazy.png" width="40" height="30" alt="lazy">
+<img id="lazy" class="lazy" data-src="img/old-lazy.png" width="40" height="30" alt="lazy">
 <p><a href="forever.html">a page that never stops loading</a></p>
 <script>
 fetch("data.json").then((r) => r.json()).then((d) => {
@@ -77,6 +77,7 @@ def build_site(site: Site) -> None:
     site.page("/added.html", "<!doctype html><title>Added</title><p>added page</p>")
     site.page("/pushed.html", "<!doctype html><title>Pushed</title><p>pushed page</p>")
     site.page("/img/lazy.png", png(40, 30, (200, 40, 90)), content_type="image/png")
+    site.redirect("/img/old-lazy.png", "/img/lazy.png", status=301)
     site.page("/forever.html", FOREVER)
     site.page("/tick.json", "{}", content_type="application/json")
 
@@ -131,13 +132,20 @@ async def test_browser_archives_what_scripts_build_and_it_replays(site: Site, tm
     for path in ("/", "/data.json", "/added.html", "/pushed.html", "/img/lazy.png", "/tick.json"):
         assert site.url(path) in responses, f"{path} was not archived"
     assert json.loads(responses[site.url("/data.json")]) == {"text": TEXT}
-    for path in ("/data.json", "/img/lazy.png", "/tick.json", "/added.html", "/pushed.html"):
+    for path in (
+        "/data.json",
+        "/img/old-lazy.png",
+        "/img/lazy.png",
+        "/tick.json",
+        "/added.html",
+        "/pushed.html",
+    ):
         assert site.hits[path] == 1, f"{path} fetched {site.hits[path]} times"
 
     resources = {uri: (content_type, body) for kind, uri, content_type, body in stored if kind == "resource"}
     dom_type, dom = resources[f"urn:dom:{site.url('/')}"]
     assert dom_type.startswith("text/html") and TEXT in dom.decode()
-    assert 'src="img/lazy.png"' in dom.decode(), "the lazy image was not loaded by scrolling"
+    assert 'src="img/old-lazy.png"' in dom.decode(), "the lazy image was not loaded by scrolling"
     shot_type, shot = resources[f"urn:screenshot:{site.url('/')}"]
     assert shot_type == "image/png" and shot.startswith(b"\x89PNG\r\n\x1a\n")
     assert f"urn:dom:{site.url('/forever.html')}" in resources

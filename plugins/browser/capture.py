@@ -14,13 +14,14 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urljoin
 
 import pluggy
 
 from archiver.errors import FetchError
 from archiver.hookspecs import FetchRequisite, hookimpl
 from archiver.manager import Hooks
-from archiver.model import Crawl, Link, LinkKind, Page
+from archiver.model import Crawl, Link, LinkKind, Page, find_header
 
 from .cache import Answer, ResponseCache
 from .render import Browser, PageSession, Rendering, ResolverRefused
@@ -96,6 +97,17 @@ class BrowserCapture:
         return await session.run(browser)
 
     async def _resolve(self, url: str, fetch: FetchRequisite, crawl: Crawl) -> Answer:
+        """The answer for `url`, its redirects followed here: Chromium does not follow a
+        redirect given to `route.fulfill` for a script's or an image's request."""
+        answer = await self._resolve_one(url, fetch, crawl)
+        for _ in range(crawl.config.max_redirect):
+            location = find_header(answer.headers, "Location")
+            if not 300 <= answer.status < 400 or not location:
+                break
+            answer = await self._resolve_one(urljoin(answer.url, location.strip()), fetch, crawl)
+        return answer
+
+    async def _resolve_one(self, url: str, fetch: FetchRequisite, crawl: Crawl) -> Answer:
         cached = self.cache.get(url)
         if cached is not None:
             crawl.stats["browser.cached"] += 1
