@@ -25,7 +25,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 echo "== installing Python dependencies into .venv"
-if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test]'; } >.venv/pip.log 2>&1; then
+if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,browser]'; } >.venv/pip.log 2>&1; then
   cat .venv/pip.log >&2
   exit 1
 fi

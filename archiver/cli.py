@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+PLUGIN_SETTINGS = "archiver.plugin_settings"
+"""Where an option a plugin adds to `crawl` (in `register_commands`) puts its value:
+``ctx.meta[PLUGIN_SETTINGS][NAME][KEY]``, which overrides ``[plugins.NAME] KEY``."""
+
 log = logging.getLogger("archiver")
 
 
@@ -171,6 +175,9 @@ def crawl(
         overrides["output"] = output
     if ignore_robots:
         overrides["robots"] = False
+    plugin_settings = click.get_current_context().meta.get(PLUGIN_SETTINGS)
+    if plugin_settings:
+        overrides["plugins"] = plugin_settings
     if resume_archive is not None:
         from .resume import resumed_config
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import random
@@ -68,6 +69,7 @@ class Crawler:
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
         self.crawl.extra["frontier"] = frontier
+        self.crawl.extra["crawl_log"] = self.log
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -77,6 +79,11 @@ class Crawler:
         page were on the pages before it, and this skips their parsing, canonicalization and
         scope checks.  Bounded (oldest half dropped); the frontier stays the judge of "seen"."""
         self._seed_failures = 0
+        self._requisites: dict[str, asyncio.Future[Page | None] | None] = {}
+        """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
+        (bounded like `_known_links`).  Their frontier entries are `_claimed`: a worker that
+        takes one has nothing left to do."""
+        self._claimed: set[str] = set()
 
     # -- public -------------------------------------------------------------------------
 
@@ -159,7 +166,7 @@ class Crawler:
                 return
             self._busy.add(task)
             try:
-                failed = await self._process(item)
+                failed = False if self._claimed and self._was_claimed(item) else await self._process(item)
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
@@ -235,14 +242,16 @@ class Crawler:
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
-    async def _process(self, item: Item) -> bool:
-        """Fetch one item and hand it on; True when it failed for good."""
+    async def _process(self, item: Item, kept: list[Outcome] | None = None) -> bool:
+        """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
         if self.robots is not None:
             verdict = await self.robots.check(item.url)
             if not verdict.allowed:
                 self._skip(item.url, verdict.reason or "robots.txt disallows it", item.referrer, item.depth)
                 return False
         outcome = await self._fetch_with_retries(item)
+        if kept is not None:
+            kept.append(outcome)
         stats = self.crawl.stats
         if outcome.page is None:
             error = outcome.error
@@ -269,10 +278,61 @@ class Crawler:
         await self.hooks.page_fetched(page, links, self.crawl)
         if page.is_redirect:
             stats["redirects"] += 1
-            new = await self._follow_redirect(item, page)
+            # the plugin that asked for a requisite asks for its redirect target too
+            new = 0 if kept is not None else await self._follow_redirect(item, page)
         else:
+            fetch = functools.partial(self._fetch_requisite, item)
+            links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
+        return False
+
+    async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
+        """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once."""
+        cleaned = clean_url(url)
+        if cleaned is None:
+            raise FetchError(url, "not an http(s) URL", kind="refused")
+        item = Item(cleaned, parent.depth + 1, self.config.max_redirect, parent.url, LinkKind.REQUISITE)
+        key = canonical_key(cleaned)
+        if key in self._requisites:
+            pending = self._requisites[key]
+            return None if pending is None else await asyncio.shield(pending)
+        reason = self._refusal(item)
+        if reason is not None:
+            self._skip(cleaned, reason, parent.url, item.depth)
+            raise FetchError(cleaned, reason, kind="refused")
+        if self.config.max_pages and self._added >= self.config.max_pages:
+            self.crawl.stats["limit_max_pages"] += 1
+            raise FetchError(cleaned, f"max_pages {self.config.max_pages} reached", kind="limit")
+        if not (await self.frontier.add([(key, item)]))[0]:
+            return None
+        self._added += 1
+        pending = self._requisites[key] = asyncio.get_running_loop().create_future()
+        self._claimed.add(key)
+        outcomes: list[Outcome] = []
+        try:
+            await self._process(item, outcomes)
+        finally:
+            page = outcomes[0].page if outcomes else None
+            pending.set_result(page)
+            self._requisites[key] = None
+            if not outcomes:  # cancelled before any answer: a worker fetches it in its turn
+                self._claimed.discard(key)
+                del self._requisites[key]
+            if len(self._requisites) > _KNOWN_LINKS_MEMORY:
+                for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
+                    if self._requisites[old] is None:
+                        del self._requisites[old]
+        if page is None:
+            error = outcomes[0].error if outcomes else None
+            raise error or FetchError(cleaned, "refused by robots.txt", kind="refused")
+        return page
+
+    def _was_claimed(self, item: Item) -> bool:
+        key = canonical_key(item.url)
+        if key in self._claimed:
+            self._claimed.discard(key)
+            return True
         return False
 
     def _extract(self, page: Page) -> list[Link]:

@@ -4,10 +4,11 @@ Rules every hook follows:
 
 * Hooks are called with keyword arguments only, so an implementation may accept any
   subset of a hook's arguments, and later versions may add arguments without breaking it.
-* Notification hooks (`crawl_started`, `page_fetched`, `fetch_failed`, `crawl_finished`)
-  may be ``async def``; the core awaits what they return.  Question hooks
-  (`accept_url`, `extract_links`, `prepare_request`, `configure`, `register_commands`)
-  must be plain functions: pluggy would take an un-awaited coroutine for an answer.
+* Notification hooks (`crawl_started`, `page_fetched`, `page_rendered`, `fetch_failed`,
+  `crawl_finished`) and `discover_links` may be ``async def``; the core awaits what they
+  return.  Question hooks (`accept_url`, `extract_links`, `prepare_request`, `configure`,
+  `register_commands`) must be plain functions: pluggy would take an un-awaited coroutine
+  for an answer.
 * Blocking or CPU-heavy work (file writes, compression, indexing) must leave the event
   loop (a thread or a process) through a bounded queue, so a slow plugin slows the crawl
   instead of growing memory.
@@ -19,7 +20,7 @@ Rules every hook follows:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from .model import Crawl, Link, Page
 
 PROJECT_NAME = "archiver"
+
+FetchRequisite = Callable[[str], Awaitable["Page | None"]]
+"""The `fetch` that `discover_links` receives: ``await fetch(url)``."""
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
@@ -115,6 +119,39 @@ def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     marked done in the frontier only after every implementation returned, so a writer
     that must not lose the page awaits its own flush before returning.  `crawl` is the
     running crawl.  May be ``async def``.
+    """
+
+
+@hookspec
+def discover_links(
+    page: Page, links: Sequence[Link], fetch: FetchRequisite, crawl: Crawl
+) -> Iterable[Link | str] | None:
+    """Return links that only show once more work is done on `page` (a browser running its scripts).
+
+    Called for every `page` that is not a redirect, after `page_fetched`; `links` is what
+    `extract_links` found.  What it returns joins the frontier with those links, by the
+    same rules.  `fetch` gets what the work needs through the crawl itself:
+    ``await fetch(url)`` fetches `url` now as a requisite of `page`, with the crawl's
+    politeness, limits, address guard and robots.txt, and the exchange reaches
+    `page_fetched` (so the WARC holds it) and the crawl log like any other.  It returns
+    that ``Page``, or None when the crawl has seen the URL already (fetched, queued, or
+    held from an earlier run: nothing is fetched twice; keep what `page_fetched` showed
+    you, or ask `archived_pages`); it raises ``archiver.FetchError`` when the URL is
+    refused or fails.  A redirect is returned as it is: fetch its target in turn.
+    The worker waits for this hook, so bound its time.  `crawl` is the running crawl.
+    May be ``async def``.
+    """
+
+
+@hookspec
+def page_rendered(page: Page, dom: str, screenshot: bytes | None, crawl: Crawl) -> None:
+    """A plugin rendered `page` in a browser: keep what the rendering shows.
+
+    `dom` is the document serialized after its scripts ran, `screenshot` a PNG of it (or
+    None).  Called by the rendering plugin, after `page_fetched` for the same `page`:
+    the WARC plugin stores both as resource records (``urn:dom:URL``,
+    ``urn:screenshot:URL``) and the index takes the rendered text when it says more.
+    `crawl` is the running crawl.  May be ``async def``.
     """
 
 

@@ -22,6 +22,7 @@ from .model import Link, LinkKind
 if TYPE_CHECKING:
     from .config import Config
     from .errors import FetchError
+    from .hookspecs import FetchRequisite
     from .model import Crawl, Page
 
 ENTRY_POINT_GROUP = "archiver"
@@ -133,6 +134,20 @@ class Hooks:
 
     async def page_fetched(self, page: Page, links: Sequence[Link], crawl: Crawl) -> None:
         await _await_all(self._hook.page_fetched(page=page, links=links, crawl=crawl))
+
+    async def discover_links(
+        self, page: Page, links: Sequence[Link], fetch: FetchRequisite, crawl: Crawl
+    ) -> list[Link]:
+        found: list[Link] = []
+        for answer in self._hook.discover_links(page=page, links=links, fetch=fetch, crawl=crawl):
+            if inspect.isawaitable(answer):
+                answer = await answer
+            for item in answer or ():
+                found.append(item if isinstance(item, Link) else Link(str(item), LinkKind.PAGE))
+        return found
+
+    async def page_rendered(self, page: Page, dom: str, screenshot: bytes | None, crawl: Crawl) -> None:
+        await _await_all(self._hook.page_rendered(page=page, dom=dom, screenshot=screenshot, crawl=crawl))
 
     async def fetch_failed(self, url: str, error: FetchError, crawl: Crawl) -> None:
         await _await_all(self._hook.fetch_failed(url=url, error=error, crawl=crawl))

@@ -15,6 +15,7 @@ from conftest import CrawlFn, Site
 
 from archiver import ConfigError, Crawl, FetchError, Link, LinkKind, Page, hookimpl
 from archiver.config import Config
+from archiver.hookspecs import FetchRequisite
 from archiver.manager import Hooks, make_plugin_manager
 
 
@@ -148,6 +149,82 @@ async def test_hook_page_fetched(site: Site, crawl_archive: CrawlFn) -> None:
     assert any(k.lower() == "user-agent" for k, _ in root.request_headers)
     assert [link.url for link in dict((p.url, ls) for p, ls in pages)[site.url("/")]] == [site.url("/a")]
     assert all(link.kind is LinkKind.PAGE for _, ls in pages for link in ls)
+
+
+async def test_hook_discover_links(site: Site, crawl_archive: CrawlFn) -> None:
+    answers: dict[str, Page | None] = {}
+    fetched: list[str] = []
+    refused: list[str] = []
+
+    class Explores:
+        @hookimpl
+        def page_fetched(self, page: Page) -> None:
+            fetched.append(page.url)
+
+        @hookimpl
+        async def discover_links(self, page: Page, links: list[Link], fetch: FetchRequisite) -> list[str]:
+            if page.url != site.url("/"):
+                return []
+            assert [link.url for link in links] == [site.url("/style.css")]
+            for path in ("/data.json", "/data.json", "/style.css"):
+                answers[path + str(len(answers))] = await fetch(site.url(path))
+            try:
+                await fetch("http://10.255.255.1/private")
+            except FetchError as exc:
+                refused.append(exc.kind)
+            return [page.url + "found"]
+
+    site.page("/", '<link rel="stylesheet" href="/style.css">')
+    site.page("/style.css", "p {}", content_type="text/css")
+    site.page("/data.json", '{"a": 1}', content_type="application/json")
+    site.page("/found", "found")
+    await crawl_archive(site.url("/"), extra=[Explores()])
+    first, again, style = answers.values()
+    assert first is not None and first.status == 200 and first.content == b'{"a": 1}'
+    assert first.kind is LinkKind.REQUISITE and first.referrer == site.url("/")
+    assert again is None, "a URL the crawl holds is not fetched twice"
+    assert style is not None and style.content == b"p {}"
+    assert refused == ["refused"]
+    assert site.hits["/data.json"] == site.hits["/style.css"] == site.hits["/found"] == 1
+    assert fetched.count(site.url("/data.json")) == fetched.count(site.url("/style.css")) == 1
+
+
+async def test_hook_page_rendered(site: Site, crawl_archive: CrawlFn) -> None:
+    rendered: list[tuple[str, str, bytes | None]] = []
+
+    class Renders:
+        @hookimpl
+        def configure(self, config: Config, pm: pluggy.PluginManager) -> None:
+            self.hooks = Hooks(pm)
+
+        @hookimpl
+        async def discover_links(self, page: Page, crawl: Crawl) -> None:
+            await self.hooks.page_rendered(page, "<p>rendered</p>", b"\x89PNG fake", crawl)
+
+    class Listens:
+        @hookimpl
+        def page_rendered(self, page: Page, dom: str, screenshot: bytes | None) -> None:
+            rendered.append((page.url, dom, screenshot))
+
+    site.page("/", "<p>plain</p>")
+    crawl = await crawl_archive(site.url("/"), plugins=("warc",), extra=[Renders(), Listens()])
+    assert rendered == [(site.url("/"), "<p>rendered</p>", b"\x89PNG fake")]
+    from warcio.archiveiterator import ArchiveIterator
+
+    resources = {}
+    for path in (crawl.archive / "warc").glob("*.warc.gz"):
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type == "resource":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    resources[uri] = (
+                        record.rec_headers.get_header("Content-Type"),
+                        record.content_stream().read(),
+                    )
+    assert resources == {
+        f"urn:dom:{site.url('/')}": ("text/html; charset=utf-8", b"<p>rendered</p>"),
+        f"urn:screenshot:{site.url('/')}": ("image/png", b"\x89PNG fake"),
+    }
 
 
 async def test_hook_fetch_failed(crawl_archive: CrawlFn) -> None:

@@ -120,6 +120,46 @@ async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
 
 
 @hookimpl
+async def page_rendered(page: Page, dom: str, screenshot: bytes | None, crawl: Crawl) -> None:
+    """The page as a browser showed it replaces its HTML in the index when its text is longer."""
+    import asyncio
+
+    feeder: IndexFeeder | None = crawl.extra.get(FEEDER_KEY)
+    if feeder is None or not is_indexable_page(page):
+        return
+    from .store import Capture
+
+    content = dom.encode("utf-8", "replace")
+    if not await asyncio.to_thread(_says_more, content, page, feeder.options.max_chars):
+        return
+    await feeder.put(
+        Capture(
+            url=page.url,
+            time=capture_time(page),
+            status=page.status,
+            content_type="text/html",
+            encoding="utf-8",
+            content=content,
+        )
+    )
+    crawl.stats["index.rendered"] += 1
+
+
+def is_indexable_page(page: Page) -> bool:
+    from .extract import is_indexable
+
+    return is_indexable(page.status, page.content_type)
+
+
+def _says_more(rendered: bytes, page: Page, max_chars: int) -> bool:
+    from .extract import extract
+
+    before = extract(page.content, page.content_type, page.encoding, max_chars)
+    after = extract(rendered, "text/html", "utf-8", max_chars)
+    return len(after.text) + len(after.title) > len(before.text) + len(before.title)
+
+
+@hookimpl
 async def crawl_finished(crawl: Crawl) -> None:
     import asyncio
 

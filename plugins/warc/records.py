@@ -317,6 +317,29 @@ class RecordMaker:
             original=Original(uri, date, response_id) if stored_in_full else None,
         )
 
+    def resources(self, parts: Sequence[tuple[str, str, bytes]], moment: datetime) -> PageRecords:
+        """One resource record per (URI, content type, block): what a plugin derived from a page
+        (its rendered DOM, a screenshot), under a ``urn:`` URI of its own."""
+        date = warc_date(moment)
+        records = []
+        for uri, content_type, block in parts:
+            record, record_id = self._record(
+                uri,
+                "resource",
+                block=block,
+                headers={"WARC-Date": date, "WARC-Payload-Digest": payload_digest(block)},
+                content_type=content_type,
+            )
+            index = IndexFields(
+                url=uri,
+                timestamp=iso_date_to_timestamp(date),
+                status=None,
+                mime=clean_mime(content_type),
+                digest=payload_digest(block),
+            )
+            records.append(Serialized(self._serialize(record), "resource", record_id, index))
+        return PageRecords(records=tuple(records), digest=None, original=None)
+
     def _metadata(
         self, page: Page, links: Sequence[Link], uri: str, date: str, response_id: str
     ) -> Serialized:

@@ -23,6 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,6 +114,23 @@ class WarcWriter:
         crawl.stats["warc.bytes"] += records.size
         if any(r.record_type == "revisit" for r in records.records):
             crawl.stats["warc.revisits"] += 1
+
+    @hookimpl
+    async def page_rendered(self, page: Page, dom: str, screenshot: bytes | None, crawl: Crawl) -> None:
+        """The rendered DOM and the screenshot as resource records, named as Browsertrix names them."""
+        if self.rotator is None or self._slots is None or self._lock is None or self._builders is None:
+            raise ArchiveError("WARC writer used before crawl_started")
+        parts = [(f"urn:dom:{page.url}", "text/html; charset=utf-8", dom.encode("utf-8", "replace"))]
+        if screenshot:
+            parts.append((f"urn:screenshot:{page.url}", "image/png", screenshot))
+        moment = datetime.now(UTC)
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            records = await loop.run_in_executor(self._builders, self.maker.resources, parts, moment)
+            async with self._lock:
+                await self._in_thread(self._write, records, False)
+        crawl.stats["warc.records"] += len(records.records)
+        crawl.stats["warc.bytes"] += records.size
 
     @hookimpl
     async def crawl_finished(self, crawl: Crawl) -> None:

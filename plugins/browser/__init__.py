@@ -1,0 +1,97 @@
+"""Bundled plugin browser: pages built by JavaScript, loaded in headless Chromium.
+
+Optional: ``pip install 'archiver[browser]'`` (Playwright) and Debian's ``chromium``.
+Off unless ``archiver crawl --browser`` (every HTML page) or ``[plugins.browser] match``
+(the pages whose URL matches) asks for it; docs/browser.md tells the whole story.
+`configure` checks the settings and that Chromium and Playwright are there, then
+registers a per-run `BrowserCapture` (capture.py) whose hooks do the work.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from typing import Any
+
+import click
+import pluggy
+
+from archiver.config import Config
+from archiver.errors import ConfigError
+from archiver.hookspecs import hookimpl
+
+from .settings import BrowserSettings, parse_settings
+
+CAPTURE_NAME = "browser-capture"
+PLUGIN_SETTINGS = "archiver.plugin_settings"
+"""``archiver.cli.PLUGIN_SETTINGS``: the crawl command reads options of plugins there."""
+
+INSTALL_PLAYWRIGHT = "pip install 'archiver[browser]'"
+INSTALL_CHROMIUM = "apt-get install chromium"
+
+
+def find_chromium(settings: BrowserSettings) -> str:
+    """The Chromium executable to drive, or a ConfigError saying how to install it."""
+    wanted = settings.chromium or os.environ.get("CHROMIUM", "")
+    if wanted:
+        found = shutil.which(wanted)
+        if found is None:
+            raise ConfigError(f"plugins.browser.chromium: {wanted!r} is not an executable")
+        return found
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        raise ConfigError(f"the browser capture needs Chromium, which is not installed ({INSTALL_CHROMIUM})")
+    return found
+
+
+@hookimpl
+def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    settings = parse_settings(config.plugin("browser"))
+    old = pm.get_plugin(CAPTURE_NAME)
+    if old is not None:
+        pm.unregister(old)
+    if not settings.enabled:
+        return
+    if importlib.util.find_spec("playwright") is None:
+        raise ConfigError(
+            f"the browser capture needs Playwright, which is not installed ({INSTALL_PLAYWRIGHT})"
+        )
+    executable = find_chromium(settings)
+    from .capture import BrowserCapture
+
+    pm.register(BrowserCapture(settings, executable, pm), name=CAPTURE_NAME)
+
+
+def _setting(key: str) -> Any:
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None and value is not False:
+            ctx.meta.setdefault(PLUGIN_SETTINGS, {}).setdefault("browser", {})[key] = value
+
+    return store
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    crawl = cli.commands.get("crawl")
+    if crawl is None or any(param.name == "browser" for param in crawl.params):
+        return
+    crawl.params.append(
+        click.Option(
+            ["--browser"],
+            is_flag=True,
+            default=None,
+            expose_value=False,
+            callback=_setting("all"),
+            help="Load every HTML page in headless Chromium and archive what its scripts fetch.",
+        )
+    )
+    crawl.params.append(
+        click.Option(
+            ["--browser-tabs"],
+            type=click.IntRange(1, 64),
+            expose_value=False,
+            callback=_setting("tabs"),
+            help="Pages loaded in Chromium at once (default 2).",
+        )
+    )
