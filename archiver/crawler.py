@@ -77,6 +77,7 @@ class Crawler:
         page were on the pages before it, and this skips their parsing, canonicalization and
         scope checks.  Bounded (oldest half dropped); the frontier stays the judge of "seen"."""
         self._seed_failures = 0
+        self._failed_roots: list[str] = []
 
     # -- public -------------------------------------------------------------------------
 
@@ -117,7 +118,10 @@ class Crawler:
                 await self._run_workers()
         finally:
             crawl.finished_at = datetime.now(UTC)
-            crawl.extra["complete"] = not crawl.interrupted and await self._exhausted()
+            roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
+            if roots_failed:
+                await self._retry_roots_next_run()
+            crawl.extra["complete"] = not (crawl.interrupted or roots_failed) and await self._exhausted()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
@@ -129,6 +133,12 @@ class Crawler:
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
         return crawl
+
+    async def _retry_roots_next_run(self) -> None:
+        """No root answered: queue them again, so the archive is resumable rather than complete."""
+        requeue = getattr(self.frontier, "requeue", None)
+        if requeue is not None:
+            await requeue(self._failed_roots)
 
     # -- workers ------------------------------------------------------------------------
 
@@ -239,23 +249,17 @@ class Crawler:
         """Fetch one item and hand it on; True when it failed for good."""
         if self.robots is not None:
             verdict = await self.robots.check(item.url)
+            if verdict.unreachable and _is_root(item):
+                # no answer from the host at all: the root failed, robots.txt refused nothing
+                error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
+                return await self._failed(item, Outcome(None, error, self.config.max_tries))
             if not verdict.allowed:
                 self._skip(item.url, verdict.reason or "robots.txt disallows it", item.referrer, item.depth)
                 return False
         outcome = await self._fetch_with_retries(item)
         stats = self.crawl.stats
         if outcome.page is None:
-            error = outcome.error
-            assert error is not None
-            stats["failed"] += 1
-            stats[f"error_{error.kind}"] += 1
-            if item.depth == 0 and item.referrer is None:
-                self._seed_failures += 1
-                self.crawl.extra.setdefault("seed_error", str(error))
-            log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
-            await self.hooks.fetch_failed(item.url, error, self.crawl)
-            self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
-            return True
+            return await self._failed(item, outcome)
 
         page = outcome.page
         stats["pages"] += 1
@@ -274,6 +278,21 @@ class Crawler:
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
         return False
+
+    async def _failed(self, item: Item, outcome: Outcome) -> bool:
+        error = outcome.error
+        assert error is not None
+        stats = self.crawl.stats
+        stats["failed"] += 1
+        stats[f"error_{error.kind}"] += 1
+        if _is_root(item):
+            self._seed_failures += 1
+            self._failed_roots.append(canonical_key(item.url))
+            self.crawl.extra.setdefault("seed_error", str(error))
+        log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
+        await self.hooks.fetch_failed(item.url, error, self.crawl)
+        self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
+        return True
 
     def _extract(self, page: Page) -> list[Link]:
         if page.decode_error:
@@ -429,6 +448,10 @@ class Crawler:
             outcome="fetched" if page else "failed",
             reason=limit_reason(page, tries, num_urls, self.config) if page else None,
         )
+
+
+def _is_root(item: Item) -> bool:
+    return item.depth == 0 and item.referrer is None
 
 
 def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str | None:

@@ -259,6 +259,17 @@ class SqliteFrontier:
         self._wrote(marked)
         return marked
 
+    async def requeue(self, keys: Iterable[str]) -> int:
+        """Put failed URLs back in the queue, for the next run to try again."""
+        db = self._write()
+        moved = 0
+        for key in keys:
+            moved += db.execute("UPDATE urls SET state = 0 WHERE key = ? AND state = 3", (key,)).rowcount
+        self._state[FAILED] -= moved
+        self._state[QUEUED] += moved
+        self._wrote(moved)
+        return moved
+
     async def flush(self) -> None:
         """Commit what is pending now (tests and status use it; the timer does it otherwise)."""
         self._commit()
