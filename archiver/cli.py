@@ -181,6 +181,8 @@ def crawl(
         config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
     if not config.roots:
         raise click.UsageError("give at least one URL to crawl (or roots in the config file)")
+    if not config.output:
+        raise click.UsageError("-o ARCHIVE is missing: name the folder the crawl writes into")
     from .urls import clean_url
 
     for root in config.roots:

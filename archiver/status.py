@@ -147,18 +147,20 @@ def _describe(status: ArchiveStatus) -> str:
 @click.command("status")
 @click.argument("archive", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_command(archive: Path, as_json: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only the state: new, running, complete, ...")
+def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     """Show how far the crawl in ARCHIVE got: complete, resumable or running, with counts.
 
     Exit code 0 whatever the state; 2 when ARCHIVE is missing or is not an archive.
     """
+    from .archive import require_archive
     from .manager import Hooks, make_plugin_manager
 
-    if not archive.exists():
-        raise UsageError(f"no archive at {archive}")
-    status = archive_status(archive)
+    status = archive_status(require_archive(archive))
     status.plugins = Hooks(make_plugin_manager()).archive_status(archive)
     if as_json:
         click.echo(json.dumps(status.to_json(), indent=2, default=str))
+    elif quiet:
+        click.echo(status.state)
     else:
         click.echo(_describe(status))

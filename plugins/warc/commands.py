@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 
 # The reader and the verifier are imported when a command runs: building the command line
@@ -83,8 +84,7 @@ def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
     from .reader import open_archive
 
-    if not archive.exists():
-        raise UsageError(f"no such archive: {archive}")
+    require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
     for capture in open_archive(archive).iter_captures():
         if as_json:
             fields = {

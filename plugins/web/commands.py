@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from archiver.archive import require_archive
 from archiver.errors import UsageError
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ def add_commands(cli: click.Group) -> None:
         from .app import is_loopback
         from .library import Library
 
+        for path in archives:
+            if path.is_dir():
+                require_archive(path, also=("warc", "index"), suffixes=(".warc.gz", ".warc"))
         library = Library.open(list(archives))
         if not is_loopback(host):
             click.echo(
