@@ -88,15 +88,22 @@ class Crawler:
             self.crawl.interrupted = True
             self._stopping.set()
 
-    async def follow_stored(self, item: Item, page: Page) -> int:
+    async def follow_stored(self, item: Item, page: Page, *, log_it: bool = False) -> int:
         """Queue what an already archived page links to, as `_process` would, without archiving it.
 
         Resume uses it for pages whose records reached the WARC before a crash but whose
-        URL was not yet marked done.
+        URL was not yet marked done; `log_it` writes the crawl-log line the crash lost.
         """
+        links = [] if page.is_redirect else self._extract(page)
         if page.is_redirect:
-            return await self._follow_redirect(item, page)
-        return await self._add_links(self._extract(page), item, page.url)
+            new = await self._follow_redirect(item, page)
+        else:
+            new = await self._add_links(links, item, page.url)
+        if log_it:
+            record = self._record(item, page, 1, len(links), new, None)
+            record.reason = "archived before the previous run stopped; logged on resume"
+            self.log.write(record)
+        return new
 
     async def run(self) -> Crawl:
         crawl = self.crawl

@@ -7,7 +7,6 @@ a running crawl; the report is derived from the crawl's counters at the end.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
@@ -16,7 +15,6 @@ from .model import Crawl
 
 LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
-_FLUSH_EVERY = 1.0
 
 
 @dataclass(slots=True)
@@ -48,12 +46,16 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 class CrawlLog:
-    """Appends records to the archive's log; buffered, flushed at most every second."""
+    """Appends records to the archive's log, each handed to the OS as it is written.
+
+    A killed process (SIGKILL, OOM) then loses no line that was written: the line of a page
+    is written after its WARC records and before its URL is marked done, and a resume logs
+    the pages it finds archived but not done (see `resume.reconcile`).
+    """
 
     def __init__(self, archive: Path) -> None:
         self.path = archive / LOG_NAME
         self._file: IO[str] | None = None
-        self._last_flush = 0.0
 
     def open(self) -> None:
         self._file = self.path.open("a", encoding="utf-8")
@@ -63,10 +65,7 @@ class CrawlLog:
             return
         data = {name: getattr(record, name) for name in _FIELDS} if isinstance(record, UrlRecord) else record
         self._file.write(_ENCODER.encode(data) + "\n")
-        now = time.monotonic()
-        if now - self._last_flush > _FLUSH_EVERY:
-            self._file.flush()
-            self._last_flush = now
+        self._file.flush()
 
     def skipped(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
         self.write(
