@@ -84,6 +84,15 @@ class CrawlLog:
             self._file = None
 
 
+def status_class(record: dict[str, Any]) -> str | None:
+    """The class (``2xx``...) a log line counts toward, as `by_status_class` of the report counts
+    them: fetched pages only (robots.txt fetches and skipped URLs are not pages)."""
+    status = record.get("status")
+    if record.get("outcome", "fetched") != "fetched" or not isinstance(status, int):
+        return None
+    return f"{status // 100}xx"
+
+
 def build_report(crawl: Crawl) -> dict[str, Any]:
     """Totals of a crawl, as written to report.json and printed with --json."""
     stats = crawl.stats

@@ -116,6 +116,17 @@ def archive_status(archive: Path) -> ArchiveStatus:
     return ArchiveStatus(archive, state, _counts(), "memory", holder, stale)
 
 
+def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:
+    """The frontier's totals as `status` and the web UI's status page both show them."""
+    rows = [("done", counts.done), ("queued", counts.queued), ("failed", counts.failed)]
+    if running:
+        rows.append(("taken from the queue", counts.in_flight))
+        rows.append(("being fetched", counts.fetching))
+    elif counts.in_flight:
+        rows.append(("fetched again on resume", counts.in_flight))
+    return rows
+
+
 def _describe(status: ArchiveStatus) -> str:
     if status.frontier == "redis":
         from .distributed import describe_shared
@@ -133,11 +144,7 @@ def _describe(status: ArchiveStatus) -> str:
     }[status.state]
     lines = [headline]
     if status.frontier == "sqlite" and status.state != NEW:
-        line = f"  done {c.done}, queued {c.queued}, failed {c.failed}"
-        if c.in_flight:
-            verb = "being fetched" if status.state == RUNNING else "fetched again on resume"
-            line += f", in flight {c.in_flight} ({verb})"
-        lines.append(line)
+        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.stale_lock and status.holder is not None:
         lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)

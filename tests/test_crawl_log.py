@@ -86,3 +86,62 @@ async def test_sigkill_loses_no_line_and_resume_writes_the_missing_ones(site: Si
     assert archived == {site.url("/")} | {site.url(f"/p{i}") for i in range(PAGES)}
     assert archived <= set(lines), "archived pages without a crawl-log line"
     assert max(lines.values()) == 1, "a page logged twice"
+
+
+async def test_status_separates_taken_from_fetched(site: Site, tmp_path: Path) -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.5)
+        return web.Response(text="<html><body>slow</body></html>", content_type="text/html")
+
+    site.page("/", links=[f"/p{i}" for i in range(PAGES)])
+    for i in range(PAGES):
+        site.handler(f"/p{i}", slow)
+    archive = tmp_path / "a"
+    proc = await crawl(site, archive)
+    seen: dict[str, object] = {}
+    try:
+        for _ in range(200):
+            await asyncio.sleep(0.1)
+            status = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "archiver", "status", str(archive), "--json"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if status.returncode == 0:
+                seen = json.loads(status.stdout)
+                if seen["state"] == "running" and seen["fetching"]:
+                    break
+        text = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "archiver", "status", str(archive)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 30)
+    assert seen["state"] == "running"
+    assert 0 < seen["fetching"] <= 4 < seen["in_flight"]  # 4 workers; a leased batch waits in memory
+    assert "taken from the queue" in text.stdout and "being fetched" in text.stdout
+
+
+async def test_web_status_page_counts_as_the_report_does(site: Site, tmp_path: Path) -> None:
+    from archiver_plugins.web.status import LogFollower, crawl_status
+
+    site.page("/", links=["/a", "/gone", "/missing"])
+    site.page("/a", "<html>a</html>")
+    archive = tmp_path / "a"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "archiver", "crawl", site.url("/"), "-o", str(archive), "--delay", "0",
+        "--disable-plugin", "index", "--disable-plugin", "sitemap", "-q",
+    )  # fmt: skip
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
+    assert site.hits["/robots.txt"] == 1  # a 404 too, but no page
+    report = json.loads((archive / "report.json").read_text())
+    status = crawl_status("a", archive, LogFollower(archive / "crawl-log.jsonl"))
+    assert status.log is not None
+    assert dict(status.log.statuses) == report["by_status_class"] == {"2xx": 2, "4xx": 2}
+    assert status.frontier is not None and status.frontier["done"] == 4
