@@ -270,6 +270,11 @@ def human_summary(report: dict[str, Any]) -> str:
         lines.append(
             "Skipped: " + ", ".join(f"{k} {v}" for k, v in report["skipped_by_reason"].items()) + "."
         )
+    after = report.get("after_crawl")
+    if after:
+        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        total = report["wall_seconds"] + after["seconds"]
+        lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
     lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ import logging
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -129,9 +130,20 @@ class Crawler:
             if roots_failed:
                 await self._retry_roots_next_run()
             crawl.extra["complete"] = not (crawl.interrupted or roots_failed) and await self._exhausted()
+            waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
+            crawl.extra["pending_at_end"] = waiting
+            finish_started = time.monotonic()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
+                if waiting:
+                    # plugins catching up after the last page (the index): a stage of its own
+                    crawl.extra["after_crawl"] = {
+                        "seconds": round(time.monotonic() - finish_started, 3),
+                        "caught_up": {
+                            key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
+                        },
+                    }
                 await self.frontier.close()
                 if self.robots is not None:
                     self.robots.close()
@@ -521,7 +533,9 @@ async def run_crawl(
 
         from .progress import show_progress as progress_loop
 
-        bar = asyncio.create_task(progress_loop(crawler.crawl, frontier, Console(stderr=True)))
+        bar = asyncio.create_task(
+            progress_loop(crawler.crawl, frontier, Console(stderr=True), crawler.limiter)
+        )
     try:
         return await crawler.run()
     finally:

@@ -121,6 +121,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "errors_by_kind": errors,
         "skipped_by_reason": skipped,
         "plugins": plugins,
+        **({"after_crawl": crawl.extra["after_crawl"]} if "after_crawl" in crawl.extra else {}),
     }
 
 
