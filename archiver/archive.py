@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .errors import ArchiveError, ConfigError
+from .errors import ArchiveError, ConfigError, UsageError
 
 CONFIG_NAME = "crawl.toml"
 
@@ -72,3 +73,24 @@ def saved_config(archive: Path) -> dict[str, Any]:
         raise ArchiveError(f"{archive} has no {CONFIG_NAME}: not an archive made by archiver crawl")
     with path.open("rb") as handle:
         return tomllib.load(handle)
+
+
+def require_archive(path: Path, *, also: Iterable[str] = (), suffixes: tuple[str, ...] = ()) -> Path:
+    """`path` when it is an archive folder, else a `UsageError` (exit 2) saying what it is.
+
+    A folder is an archive when a crawl saved its `crawl.toml` there, or when it holds
+    one of the entries named in `also` (a plugin's own folder, such as the one `reindex
+    --warc` fills).  Commands that also read loose files give their names' `suffixes`:
+    such a file, or a folder holding such files, is accepted too.
+    """
+    if not path.exists():
+        raise UsageError(f"no archive at {path}")
+    if path.is_file():
+        if suffixes and path.name.endswith(suffixes):
+            return path
+        raise UsageError(f"{path} is a file, not an archive folder")
+    if (path / CONFIG_NAME).is_file() or any((path / name).exists() for name in also):
+        return path
+    if suffixes and any(child.name.endswith(suffixes) for child in path.iterdir()):
+        return path
+    raise UsageError(f"{path} is not an archive (no {CONFIG_NAME})")

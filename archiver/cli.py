@@ -190,6 +190,8 @@ def crawl(
         config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
     if not config.roots:
         raise click.UsageError("give at least one URL to crawl (or roots in the config file)")
+    if not config.output:
+        raise click.UsageError("-o ARCHIVE is missing: name the folder the crawl writes into")
     from .urls import clean_url
 
     for root in config.roots:
@@ -277,6 +279,11 @@ def human_summary(report: dict[str, Any]) -> str:
         lines.append(
             "Skipped: " + ", ".join(f"{k} {v}" for k, v in report["skipped_by_reason"].items()) + "."
         )
+    after = report.get("after_crawl")
+    if after:
+        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        total = report["wall_seconds"] + after["seconds"]
+        lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
     lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
     return "\n".join(lines)
 
@@ -285,37 +292,76 @@ def human_summary(report: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_plugins(as_json: bool) -> None:
     """List the plugins loaded, with their versions and the hooks each implements."""
+    from .manager import FAILED_PLUGINS
+
     rows = plugin_versions(_startup_pm())
     if as_json:
-        click.echo(json.dumps([{"name": n, "version": v, "hooks": h} for n, v, h in rows], indent=2))
+        loaded = [{"name": n, "version": v, "hooks": h} for n, v, h in rows]
+        failed = [
+            {"name": name, "entry_point": value, "hooks": [], "failed": error}
+            for name, (value, error) in sorted(FAILED_PLUGINS.items())
+        ]
+        click.echo(json.dumps(loaded + failed, indent=2))
         return
-    if not rows:
+    if not rows and not FAILED_PLUGINS:
         click.echo("no plugins loaded")
     for name, version, hooks in rows:
         click.echo(f"{name} {version}".rstrip() + ": " + ", ".join(hooks))
+    for name, (value, error) in sorted(FAILED_PLUGINS.items()):
+        click.echo(f"{name}: FAILED to load ({value}): {error}")
 
 
 _PM: Any = None
+_COMMANDS_FROM: set[str] = set()
+"""Plugins whose commands are on `cli` already (a process may build several managers: tests)."""
 
 
-def _startup_pm() -> Any:
+def _startup_pm(disabled: Sequence[str] = ()) -> Any:
     global _PM
-    if _PM is None:
-        _PM = make_plugin_manager()
-    return _PM
+    if _PM is not None:
+        return _PM
+    pm = make_plugin_manager(disabled=disabled)
+    if not disabled:
+        _PM = pm
+    return pm
+
+
+def disabled_before_start(argv: Sequence[str]) -> list[str]:
+    """Plugins the command line switches off (--disable-plugin, or [plugins] disable in its -c
+    file): the plugins add commands, so they are loaded before the command line is parsed,
+    and one that is switched off must not be imported at all."""
+    from .config import read_toml
+
+    names: list[str] = []
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = args[i + 1] if i + 1 < len(args) else ""
+        if arg.startswith(("--disable-plugin=", "--config=")):
+            arg, value = arg.split("=", 1)
+        if arg == "--disable-plugin" and value:
+            names.append(value)
+        elif arg in ("-c", "--config") and value:
+            try:
+                disable = read_toml(Path(value)).get("plugins", {}).get("disable", [])
+            except (ArchiverError, AttributeError):
+                continue  # the command reports a bad config file itself
+            names.extend(str(name) for name in disable if isinstance(disable, list))
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code instead of exiting when called from tests."""
     try:
-        pm = _startup_pm()
+        pm = _startup_pm(disabled_before_start(sys.argv[1:] if argv is None else argv))
     except ArchiverError as exc:
         echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code
     Hooks(pm)  # validates specs before commands are added
-    if not getattr(cli, "_plugin_commands_added", False):
-        pm.hook.register_commands(cli=cli)
-        cli._plugin_commands_added = True  # type: ignore[attr-defined]
+    known = [plugin for name, plugin in pm.list_name_plugin() if name in _COMMANDS_FROM]
+    pm.subset_hook_caller("register_commands", remove_plugins=known)(cli=cli)
+    _COMMANDS_FROM.update(name for name, plugin in pm.list_name_plugin() if plugin is not None)
     try:
         code = cli.main(
             args=list(argv) if argv is not None else None,

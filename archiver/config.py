@@ -270,6 +270,11 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
     plugin_tables: dict[str, dict[str, Any]] = {}
     for section, table in tables.items():
         if section not in SECTIONS:
+            home = [s for s, keys in SECTIONS.items() if section in keys]
+            if home:
+                raise ConfigError(
+                    f"{source}: {section} belongs in the [{home[0]}] table: put it under [{home[0]}]"
+                )
             raise ConfigError(f"{source}: unknown table [{section}]{_closest(section, SECTIONS)}")
         if not isinstance(table, Mapping):
             raise ConfigError(f"{source}: [{section}] must be a table")

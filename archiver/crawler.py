@@ -16,6 +16,7 @@ import logging
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -84,6 +85,7 @@ class Crawler:
         (bounded like `_known_links`).  Their frontier entries are `_claimed`: a worker that
         takes one has nothing left to do."""
         self._claimed: set[str] = set()
+        self._failed_roots: list[str] = []
 
     # -- public -------------------------------------------------------------------------
 
@@ -94,15 +96,22 @@ class Crawler:
             self.crawl.interrupted = True
             self._stopping.set()
 
-    async def follow_stored(self, item: Item, page: Page) -> int:
+    async def follow_stored(self, item: Item, page: Page, *, log_it: bool = False) -> int:
         """Queue what an already archived page links to, as `_process` would, without archiving it.
 
         Resume uses it for pages whose records reached the WARC before a crash but whose
-        URL was not yet marked done.
+        URL was not yet marked done; `log_it` writes the crawl-log line the crash lost.
         """
+        links = [] if page.is_redirect else self._extract(page)
         if page.is_redirect:
-            return await self._follow_redirect(item, page)
-        return await self._add_links(self._extract(page), item, page.url)
+            new = await self._follow_redirect(item, page)
+        else:
+            new = await self._add_links(links, item, page.url)
+        if log_it:
+            record = self._record(item, page, 1, len(links), new, None)
+            record.reason = "archived before the previous run stopped; logged on resume"
+            self.log.write(record)
+        return new
 
     async def run(self) -> Crawl:
         crawl = self.crawl
@@ -124,10 +133,24 @@ class Crawler:
                 await self._run_workers()
         finally:
             crawl.finished_at = datetime.now(UTC)
-            crawl.extra["complete"] = not crawl.interrupted and await self._exhausted()
+            roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
+            if roots_failed:
+                await self._retry_roots_next_run()
+            crawl.extra["complete"] = not (crawl.interrupted or roots_failed) and await self._exhausted()
+            waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
+            crawl.extra["pending_at_end"] = waiting
+            finish_started = time.monotonic()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
+                if waiting:
+                    # plugins catching up after the last page (the index): a stage of its own
+                    crawl.extra["after_crawl"] = {
+                        "seconds": round(time.monotonic() - finish_started, 3),
+                        "caught_up": {
+                            key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
+                        },
+                    }
                 await self.frontier.close()
                 if self.robots is not None:
                     self.robots.close()
@@ -136,6 +159,12 @@ class Crawler:
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
         return crawl
+
+    async def _retry_roots_next_run(self) -> None:
+        """No root answered: queue them again, so the archive is resumable rather than complete."""
+        requeue = getattr(self.frontier, "requeue", None)
+        if requeue is not None:
+            await requeue(self._failed_roots)
 
     # -- workers ------------------------------------------------------------------------
 
@@ -246,6 +275,10 @@ class Crawler:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
         if self.robots is not None:
             verdict = await self.robots.check(item.url)
+            if verdict.unreachable and _is_root(item):
+                # no answer from the host at all: the root failed, robots.txt refused nothing
+                error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
+                return await self._failed(item, Outcome(None, error, self.config.max_tries))
             if not verdict.allowed:
                 self._skip(item.url, verdict.reason or "robots.txt disallows it", item.referrer, item.depth)
                 return False
@@ -254,17 +287,7 @@ class Crawler:
             kept.append(outcome)
         stats = self.crawl.stats
         if outcome.page is None:
-            error = outcome.error
-            assert error is not None
-            stats["failed"] += 1
-            stats[f"error_{error.kind}"] += 1
-            if item.depth == 0 and item.referrer is None:
-                self._seed_failures += 1
-                self.crawl.extra.setdefault("seed_error", str(error))
-            log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
-            await self.hooks.fetch_failed(item.url, error, self.crawl)
-            self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
-            return True
+            return await self._failed(item, outcome)
 
         page = outcome.page
         stats["pages"] += 1
@@ -334,6 +357,21 @@ class Crawler:
             self._claimed.discard(key)
             return True
         return False
+
+    async def _failed(self, item: Item, outcome: Outcome) -> bool:
+        error = outcome.error
+        assert error is not None
+        stats = self.crawl.stats
+        stats["failed"] += 1
+        stats[f"error_{error.kind}"] += 1
+        if _is_root(item):
+            self._seed_failures += 1
+            self._failed_roots.append(canonical_key(item.url))
+            self.crawl.extra.setdefault("seed_error", str(error))
+        log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
+        await self.hooks.fetch_failed(item.url, error, self.crawl)
+        self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
+        return True
 
     def _extract(self, page: Page) -> list[Link]:
         if page.decode_error:
@@ -491,6 +529,10 @@ class Crawler:
         )
 
 
+def _is_root(item: Item) -> bool:
+    return item.depth == 0 and item.referrer is None
+
+
 def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str | None:
     """The limits that shaped this capture, in words, for the crawl log."""
     reasons = []
@@ -551,7 +593,9 @@ async def run_crawl(
 
         from .progress import show_progress as progress_loop
 
-        bar = asyncio.create_task(progress_loop(crawler.crawl, frontier, Console(stderr=True)))
+        bar = asyncio.create_task(
+            progress_loop(crawler.crawl, frontier, Console(stderr=True), crawler.limiter)
+        )
     try:
         return await crawler.run()
     finally:

@@ -7,7 +7,6 @@ a running crawl; the report is derived from the crawl's counters at the end.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
@@ -16,7 +15,6 @@ from .model import Crawl
 
 LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
-_FLUSH_EVERY = 1.0
 
 
 @dataclass(slots=True)
@@ -48,12 +46,16 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 class CrawlLog:
-    """Appends records to the archive's log; buffered, flushed at most every second."""
+    """Appends records to the archive's log, each handed to the OS as it is written.
+
+    A killed process (SIGKILL, OOM) then loses no line that was written: the line of a page
+    is written after its WARC records and before its URL is marked done, and a resume logs
+    the pages it finds archived but not done (see `resume.reconcile`).
+    """
 
     def __init__(self, archive: Path) -> None:
         self.path = archive / LOG_NAME
         self._file: IO[str] | None = None
-        self._last_flush = 0.0
 
     def open(self) -> None:
         self._file = self.path.open("a", encoding="utf-8")
@@ -63,10 +65,7 @@ class CrawlLog:
             return
         data = {name: getattr(record, name) for name in _FIELDS} if isinstance(record, UrlRecord) else record
         self._file.write(_ENCODER.encode(data) + "\n")
-        now = time.monotonic()
-        if now - self._last_flush > _FLUSH_EVERY:
-            self._file.flush()
-            self._last_flush = now
+        self._file.flush()
 
     def skipped(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
         self.write(
@@ -83,6 +82,15 @@ class CrawlLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def status_class(record: dict[str, Any]) -> str | None:
+    """The class (``2xx``...) a log line counts toward, as `by_status_class` of the report counts
+    them: fetched pages only (robots.txt fetches and skipped URLs are not pages)."""
+    status = record.get("status")
+    if record.get("outcome", "fetched") != "fetched" or not isinstance(status, int):
+        return None
+    return f"{status // 100}xx"
 
 
 def build_report(crawl: Crawl) -> dict[str, Any]:
@@ -113,6 +121,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "errors_by_kind": errors,
         "skipped_by_reason": skipped,
         "plugins": plugins,
+        **({"after_crawl": crawl.extra["after_crawl"]} if "after_crawl" in crawl.extra else {}),
     }
 
 

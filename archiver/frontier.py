@@ -40,6 +40,9 @@ class Counts:
     done: int = 0
     failed: int = 0
     seen: int = 0
+    fetching: int = 0
+    """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
+    (a persistent frontier leases a batch at once) and wait in memory for a worker."""
 
 
 class Frontier(Protocol):
@@ -120,6 +123,7 @@ class MemoryFrontier:
             done=self._done,
             failed=self._failed,
             seen=len(self._seen),
+            fetching=self._in_flight,
         )
 
 

@@ -98,7 +98,8 @@ def read_counts(path: Path) -> Counts:
         db.close()
     queued, in_flight = int(rows.get("count_queued", 0)), int(rows.get("count_in_flight", 0))
     done, failed = int(rows.get("count_done", 0)), int(rows.get("count_failed", 0))
-    return Counts(queued, in_flight, done, failed, queued + in_flight + done + failed)
+    fetching = int(rows.get("count_fetching", 0))
+    return Counts(queued, in_flight, done, failed, queued + in_flight + done + failed, fetching)
 
 
 class SqliteFrontier:
@@ -231,7 +232,7 @@ class SqliteFrontier:
 
     async def counts(self) -> Counts:
         s = self._state
-        return Counts(s[QUEUED], s[IN_FLIGHT], s[DONE], s[FAILED], sum(s.values()))
+        return Counts(s[QUEUED], s[IN_FLIGHT], s[DONE], s[FAILED], sum(s.values()), s[IN_FLIGHT])
 
     # -- resume ------------------------------------------------------------------------
 
@@ -258,6 +259,17 @@ class SqliteFrontier:
         self._state[DONE] += marked
         self._wrote(marked)
         return marked
+
+    async def requeue(self, keys: Iterable[str]) -> int:
+        """Put failed URLs back in the queue, for the next run to try again."""
+        db = self._write()
+        moved = 0
+        for key in keys:
+            moved += db.execute("UPDATE urls SET state = 0 WHERE key = ? AND state = 3", (key,)).rowcount
+        self._state[FAILED] -= moved
+        self._state[QUEUED] += moved
+        self._wrote(moved)
+        return moved
 
     async def flush(self) -> None:
         """Commit what is pending now (tests and status use it; the timer does it otherwise)."""
@@ -300,6 +312,7 @@ class SqliteFrontier:
         values = {
             "count_queued": self._state[QUEUED] - len(self._lease),
             "count_in_flight": leased,
+            "count_fetching": len(self._taken),
             "count_done": self._state[DONE],
             "count_failed": self._state[FAILED],
             "updated_at": time.time(),

@@ -10,6 +10,7 @@ import importlib
 import importlib.metadata
 import inspect
 import os
+import sys
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,12 +58,9 @@ def make_plugin_manager(
                 continue
             try:
                 plugin = entry_point.load()
+                pm.register(plugin, name=entry_point.name)
             except Exception as exc:
-                raise ConfigError(
-                    f"plugin {entry_point.name!r} ({entry_point.value}) failed to load: {exc}"
-                    f" (disable it with --disable-plugin {entry_point.name})"
-                ) from exc
-            pm.register(plugin, name=entry_point.name)
+                _skip_broken(entry_point.name, entry_point.value, exc)
     for module_name in modules:
         if pm.is_blocked(module_name) or pm.has_plugin(module_name):
             continue
@@ -74,11 +72,36 @@ def make_plugin_manager(
             pm.register(module, name=module_name)
     for plugin in plugins:
         pm.register(plugin)
-    try:
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        raise ConfigError(f"invalid plugin: {exc}") from exc
-    return pm
+    while True:
+        try:
+            pm.check_pending()
+            return pm
+        except pluggy.PluginValidationError as exc:
+            broken = pm.get_name(exc.plugin)
+            entry_points = _entry_point_values()
+            if broken is None or broken not in entry_points:
+                raise ConfigError(f"invalid plugin: {exc}") from exc
+            pm.unregister(exc.plugin)
+            _skip_broken(broken, entry_points[broken], exc)
+
+
+FAILED_PLUGINS: dict[str, tuple[str, str]] = {}
+"""Installed plugins that could not be loaded: name -> (entry point, error), for `archiver plugins`."""
+
+
+def _entry_point_values() -> dict[str, str]:
+    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _skip_broken(name: str, value: str, exc: Exception) -> None:
+    """One installed plugin that does not load must not take every command down with it."""
+    if name not in FAILED_PLUGINS:
+        FAILED_PLUGINS[name] = (value, f"{type(exc).__name__}: {exc}")
+        sys.stderr.write(
+            f"archiver: warning: plugin {name!r} (entry point {value}) failed to load and is skipped:"
+            f" {type(exc).__name__}: {exc}"
+            f" (--disable-plugin {name}, or [plugins] disable, stops loading it)\n"
+        )
 
 
 def plugin_versions(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:

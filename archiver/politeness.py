@@ -48,6 +48,26 @@ class HostLimiter:
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
+        self._waited: tuple[float, str] | None = None
+        """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
+
+    def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
+        """(host, gap, where the gap comes from) when a request waited for the gap lately."""
+        if self._waited is None or time.monotonic() - self._waited[0] > within:
+            return None
+        site = self._waited[1]
+        state = self._hosts[site]
+        base = self.delay if state.delay is None else state.delay
+        if self.user_delay is not None:
+            source = "set by --delay or the config"
+        elif state.delay is not None:
+            source = "robots.txt Crawl-delay"
+        else:
+            source = "the default"
+        gap = base
+        if self.adaptive and state.latency is not None and state.latency > base:
+            gap, source = min(state.latency, self.max_delay), "adaptive throttle"
+        return site, gap, source
 
     def _state(self, url: str) -> _HostState:
         site = site_of(url)
@@ -103,6 +123,8 @@ class HostLimiter:
                 start = max(now, state.next_start, state.pause_until)
                 if start <= now:
                     break
+                if state.next_start > now >= state.pause_until:
+                    self._waited = (now, site_of(url))
                 await asyncio.sleep(start - now)
             state.next_start = time.monotonic() + gap
             yield

@@ -1,15 +1,31 @@
-"""A live progress bar for a crawl on a terminal; nothing at all elsewhere."""
+"""A live progress display for a crawl on a terminal; nothing at all elsewhere.
+
+A few short lines, each cut to the terminal's width: the stage with its bar, elapsed time
+and an estimate of the time left; the counts; and what bounds the pace when something
+does (the politeness delay, the workers), with the option that changes it.  When the
+pages are all fetched and a plugin still works (the index catching up), that is a stage
+of its own, with its own count and timer.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
+from dataclasses import dataclass
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
 
-from .frontier import Frontier
+from .frontier import Counts, Frontier
 from .model import Crawl
+from .politeness import HostLimiter
+
+REFRESH_SECONDS = 0.25
+RATE_WINDOW = 10.0
+"""Seconds of recent progress the rate and the estimate of the time left are taken over."""
+_BAR_WIDTH = 20
 
 
 def _size(n: float) -> str:
@@ -20,42 +36,140 @@ def _size(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-async def show_progress(crawl: Crawl, frontier: Frontier, console: Console) -> None:
-    """Redraw pages done / queued / failed, pages per second and bytes until cancelled."""
-    columns = (
-        TextColumn("[bold]{task.fields[label]}[/]"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.fields[line]}"),
-        TimeElapsedColumn(),
-    )
+def _clock(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _bar(done: int, total: int) -> str:
+    if total <= 0:
+        return "─" * _BAR_WIDTH + "    "
+    share = min(done / total, 1.0)
+    filled = round(share * _BAR_WIDTH)
+    return "━" * filled + "─" * (_BAR_WIDTH - filled) + f" {share:>4.0%}"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one redraw shows."""
+
+    label: str
+    done: int
+    total: int
+    elapsed: float
+    left: float | None
+    details: str
+    pace: str | None = None
+
+
+def crawl_lines(snapshot: Snapshot) -> list[str]:
+    """The display's lines, before they are cut to the terminal's width."""
+    timing = f"{_clock(snapshot.elapsed)} elapsed"
+    if snapshot.left is not None:
+        timing += f", about {_clock(snapshot.left)} left"
+    lines = [f"{snapshot.label:<10} {_bar(snapshot.done, snapshot.total)}  {timing}", snapshot.details]
+    if snapshot.pace:
+        lines.extend(snapshot.pace.split("\n"))
+    return lines
+
+
+def render(snapshot: Snapshot) -> Group:
+    texts = []
+    for line in crawl_lines(snapshot):
+        text = Text(line, no_wrap=True, overflow="ellipsis")
+        texts.append(text)
+    return Group(*texts)
+
+
+def pace_note(limiter: HostLimiter | None, counts: Counts, max_tasks: int) -> str | None:
+    """What holds the crawl back now, in words, with the setting that changes it; None if nothing."""
+    if limiter is not None:
+        waited = limiter.last_wait()
+        if waited is not None:
+            site, gap, source = waited
+            return (
+                f"polite: {gap:g} s between requests to {site} ({source})\n"
+                "  to change it: --delay SECONDS (or delay in [politeness])"
+            )
+    if counts.fetching >= max_tasks:
+        return f"all {max_tasks} workers busy: --max-tasks raises their number"
+    return None
+
+
+class _Rate:
+    """Pages per second over the last `RATE_WINDOW` seconds."""
+
+    def __init__(self) -> None:
+        self._points: collections.deque[tuple[float, int]] = collections.deque()
+
+    def add(self, now: float, finished: int) -> float:
+        self._points.append((now, finished))
+        while len(self._points) > 2 and now - self._points[0][0] > RATE_WINDOW:
+            self._points.popleft()
+        first_time, first = self._points[0]
+        span = now - first_time
+        return (finished - first) / span if span > 0.5 else 0.0
+
+
+def _left(remaining: int, rate: float) -> float | None:
+    return remaining / rate if rate > 0 and remaining > 0 else None
+
+
+async def show_progress(
+    crawl: Crawl, frontier: Frontier, console: Console, limiter: HostLimiter | None = None
+) -> None:
+    """Redraw the crawl's progress until cancelled."""
     started = time.monotonic()
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("crawl", total=None, line="", label="crawling")
+    rate = _Rate()
+    stage: tuple[str, int, float] | None = None  # after the crawl: (label, pages to go, started)
+    with Live(console=console, auto_refresh=False, transient=False) as live:
         while True:
+            now = time.monotonic()
             finishing = crawl.extra.get("finishing")
             if finishing and crawl.finished_at is not None:
                 # the pages are archived; a plugin still works (``crawl_finished``) and says on what
-                progress.update(task, label="finishing", line=str(finishing))
-                await asyncio.sleep(0.25)
-                continue
-            counts = await frontier.counts()
-            stats = crawl.stats
-            finished = counts.done + counts.failed
-            rate = stats["pages"] / max(time.monotonic() - started, 1e-6)
-            extra = "".join(
-                f" | {key.split('.', 1)[0]} lag {value}"
-                for key, value in stats.items()
-                if key.endswith(".pending") and value
-            )
-            line = (
-                f"{counts.done} done, {counts.queued} queued, {counts.failed} failed"
-                f" | {rate:.0f} pages/s | {_size(stats['bytes'])}{extra}"
-            )
-            progress.update(
-                task,
-                completed=finished,
-                total=finished + counts.queued + counts.in_flight,
-                line=line,
-            )
-            await asyncio.sleep(0.25)
+                waiting = {k.split(".", 1)[0]: v for k, v in crawl.stats.items() if k.endswith(".pending")}
+                if stage is None:
+                    name = next((k for k, v in waiting.items() if v), "plugins")
+                    at_end = crawl.extra.get("pending_at_end", {}).get(f"{name}.pending", 0)
+                    stage = (name, max(at_end, waiting.get(name, 0), 1), now)
+                    rate = _Rate()
+                name, total, stage_started = stage
+                done = total - waiting.get(name, 0)
+                speed = rate.add(now, done)
+                snapshot = Snapshot(
+                    f"{name} catch-up",
+                    done,
+                    total,
+                    now - stage_started,
+                    _left(total - done, speed),
+                    f"{done:,} of {total:,} pages | {speed:.0f} pages/s",
+                    str(finishing),
+                )
+            else:
+                counts = await frontier.counts()
+                stats = crawl.stats
+                finished = counts.done + counts.failed
+                speed = rate.add(now, finished)
+                lag = "".join(
+                    f" | {key.split('.', 1)[0]} lag {value:,}"
+                    for key, value in stats.items()
+                    if key.endswith(".pending") and value
+                )
+                details = (
+                    f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
+                    f" | {speed:.0f} pages/s | {_size(stats['bytes'])}{lag}"
+                )
+                remaining = counts.queued + counts.in_flight
+                snapshot = Snapshot(
+                    "crawling",
+                    finished,
+                    finished + remaining,
+                    now - started,
+                    _left(remaining, speed),
+                    details,
+                    pace_note(limiter, counts, crawl.config.max_tasks),
+                )
+            live.update(render(snapshot), refresh=True)
+            await asyncio.sleep(REFRESH_SECONDS)

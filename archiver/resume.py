@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,9 +108,11 @@ async def reconcile(crawler: Crawler) -> int:
         key = canonical_key(stored.url)
         if key in recovered and key not in found:
             found[key] = stored
+    logged = await asyncio.to_thread(logged_urls, crawler.log.path, {recovered[k].item.url for k in found})
     for key, stored in found.items():
         item = recovered[key].item
-        await crawler.follow_stored(item, await stored_page(stored, item, crawler.config))
+        page = await stored_page(stored, item, crawler.config)
+        await crawler.follow_stored(item, page, log_it=item.url not in logged)
     marked = await frontier.mark_done(found)
     crawl.stats["resume_from_warc"] += marked
     log.warning(
@@ -119,6 +122,27 @@ async def reconcile(crawler: Crawler) -> int:
         len(recovered) - marked,
     )
     return marked
+
+
+def logged_urls(path: Path, urls: set[str]) -> set[str]:
+    """Which of `urls` already have a line in the crawl log at `path`.
+
+    Every line starts with its URL (``{"url": ...``), so only that string is decoded.
+    """
+    found: set[str] = set()
+    if not urls or not path.is_file():
+        return found
+    decoder = json.JSONDecoder()
+    start = len('{"url": ')
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                url, _ = decoder.raw_decode(line, start)
+            except ValueError:
+                continue
+            if url in urls:
+                found.add(url)
+    return found
 
 
 async def stored_page(stored: Page, item: Item, config: Config) -> Page:

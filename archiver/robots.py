@@ -97,6 +97,8 @@ def deciding_rule(parser: Protego, url: str, agent: str) -> str | None:
 class RobotsVerdict:
     allowed: bool
     reason: str | None = None
+    unreachable: bool = False
+    """The host gave no answer at all: the URL failed, it was not refused."""
 
 
 @dataclass
@@ -110,10 +112,14 @@ class RobotsEntry:
     failures: int = 0
     retry_at: float = 0.0
     crawl_delay: float | None = None
+    unreachable: bool = False
+    """No HTTP answer (refused, DNS, timeout): the host itself is down, not its robots.txt."""
 
     def verdict(self, url: str, agent: str, max_failures: int) -> RobotsVerdict:
         if self.state == UNAVAILABLE:
             if self.failures >= max_failures:
+                if self.unreachable:
+                    return RobotsVerdict(False, f"host unreachable: {self.note}", unreachable=True)
                 return RobotsVerdict(False, f"robots.txt unavailable, host skipped: {self.note}")
             return RobotsVerdict(False, f"robots.txt unavailable for now: {self.note}")
         if self.state == ALLOW_ALL or self.parser is None:
@@ -201,7 +207,7 @@ class RobotsCache:
                 async with self.limiter.slot(url):
                     page = await self.fetch_one(url)
             except FetchError as exc:
-                return self._unavailable(origin, failures, f"{url}: {exc.message}", None)
+                return self._unavailable(origin, failures, f"{url}: {exc.message}", None, unreachable=True)
             await self.on_fetched(page)
             if not page.is_redirect:
                 break
@@ -236,7 +242,9 @@ class RobotsCache:
         self._record(url, page, entry)
         return entry
 
-    def _unavailable(self, origin: str, failures: int, note: str, page: Page | None) -> RobotsEntry:
+    def _unavailable(
+        self, origin: str, failures: int, note: str, page: Page | None, *, unreachable: bool = False
+    ) -> RobotsEntry:
         failures += 1
         wait = self.config.retry_backoff * 2 ** (failures - 1)
         if page is not None:
@@ -246,7 +254,12 @@ class RobotsCache:
         wait = min(wait, self.config.retry_after_max)
         tries = f"{failures} of {self.max_failures} tries"
         entry = RobotsEntry(
-            origin, UNAVAILABLE, f"{note} ({tries})", failures=failures, retry_at=time.monotonic() + wait
+            origin,
+            UNAVAILABLE,
+            f"{note} ({tries})",
+            failures=failures,
+            retry_at=time.monotonic() + wait,
+            unreachable=unreachable,
         )
         log.info("robots.txt of %s unavailable (%s); next try in %.1f s", origin, note, wait)
         self._record(f"{origin}/robots.txt", page, entry)

@@ -117,6 +117,17 @@ def archive_status(archive: Path) -> ArchiveStatus:
     return ArchiveStatus(archive, state, _counts(), "memory", holder, stale)
 
 
+def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:
+    """The frontier's totals as `status` and the web UI's status page both show them."""
+    rows = [("done", counts.done), ("queued", counts.queued), ("failed", counts.failed)]
+    if running:
+        rows.append(("taken from the queue", counts.in_flight))
+        rows.append(("being fetched", counts.fetching))
+    elif counts.in_flight:
+        rows.append(("fetched again on resume", counts.in_flight))
+    return rows
+
+
 def _describe(status: ArchiveStatus) -> str:
     if status.frontier == "redis":
         from .distributed import describe_shared
@@ -134,11 +145,7 @@ def _describe(status: ArchiveStatus) -> str:
     }[status.state]
     lines = [headline]
     if status.frontier == "sqlite" and status.state != NEW:
-        line = f"  done {c.done}, queued {c.queued}, failed {c.failed}"
-        if c.in_flight:
-            verb = "being fetched" if status.state == RUNNING else "fetched again on resume"
-            line += f", in flight {c.in_flight} ({verb})"
-        lines.append(line)
+        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.stale_lock and status.holder is not None:
         lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)
@@ -148,18 +155,20 @@ def _describe(status: ArchiveStatus) -> str:
 @click.command("status")
 @click.argument("archive", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_command(archive: Path, as_json: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only the state: new, running, complete, ...")
+def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     """Show how far the crawl in ARCHIVE got: complete, resumable or running, with counts.
 
     Exit code 0 whatever the state; 2 when ARCHIVE is missing or is not an archive.
     """
+    from .archive import require_archive
     from .manager import Hooks, make_plugin_manager
 
-    if not archive.exists():
-        raise UsageError(f"no archive at {archive}")
-    status = archive_status(archive)
+    status = archive_status(require_archive(archive))
     status.plugins = Hooks(make_plugin_manager()).archive_status(archive)
     if as_json:
         click.echo(json.dumps(status.to_json(), indent=2, default=str))
+    elif quiet:
+        click.echo(status.state)
     else:
         echo(_describe(status))

@@ -45,6 +45,8 @@ class Explanation:
     decided_by: str
     steps: list[Step] = field(default_factory=list)
     logged: dict[str, Any] | None = None
+    unreachable: bool = False
+    """The host did not answer: the URL is not refused, it cannot be fetched now."""
 
 
 def explain(
@@ -115,6 +117,11 @@ def explain(
             steps.append(Step("robots.txt", True, f"no robots.txt of {origin_of(cleaned)} was fetched"))
         else:
             verdict = entry.verdict(cleaned, agent_token(config.user_agent), config.max_tries)
+            if verdict.unreachable:
+                steps.append(Step("robots.txt", False, verdict.reason or "host unreachable"))
+                explanation = _verdict(url, steps, logged)
+                explanation.unreachable = True
+                return explanation
             if not verdict.allowed:
                 steps.append(Step("robots.txt", False, verdict.reason or "disallowed"))
                 return _verdict(url, steps, logged)
@@ -184,6 +191,8 @@ def render(explanation: Explanation) -> str:
     for step in explanation.steps:
         lines.append(f"  {'ok ' if step.passed else 'NO '} {step.rule:<11} {step.detail}")
     verdict = "in scope" if explanation.in_scope else "out of scope"
+    if explanation.unreachable:
+        verdict = "unreachable (a crawl would fail and stay resumable)"
     lines.append(f"  verdict: {verdict}: {explanation.decided_by}")
     return "\n".join(lines)
 

@@ -211,9 +211,9 @@ def test_reindex_foreign_warc_files(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_reindex_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reindex", "--warc", str(tmp_path / "x.warc.gz")]) == 2
     assert main(["reindex", str(tmp_path / "missing")]) == 2
-    assert main(["reindex", str(tmp_path)]) == 1
+    assert main(["reindex", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "needs -o" in err and "no archive at" in err and "no WARC files" in err
+    assert "needs -o" in err and "no archive at" in err and "is not an archive" in err
     assert "Traceback" not in err
 
 

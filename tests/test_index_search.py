@@ -216,7 +216,7 @@ def test_cli_json_and_limits(archive: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_cli_errors_are_one_line(archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", str(tmp_path / "nope"), "x"]) == 2
-    assert main(["search", str(tmp_path), "x"]) == 1
+    assert main(["search", str(tmp_path), "x"]) == 2  # not an archive
     assert main(["search", str(archive), "the"]) == 2
     assert main(["search", str(archive), os.fsdecode(b"caf\xe9")]) == 2
     err = capsys.readouterr().err

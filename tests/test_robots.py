@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 from conftest import CrawlFn, Site
 
 from archiver import Link, Page, hookimpl
+from archiver.errors import SeedError
 from archiver.model import Crawl
 from archiver.robots import (
     ROBOTS_MAX_SIZE,
@@ -122,15 +125,20 @@ async def test_server_error_then_recovery(site: Site, crawl_archive: CrawlFn) ->
     assert crawl.stats["pages"] == 2
 
 
-async def test_unreachable_robots_is_retried_then_skipped(crawl_archive: CrawlFn) -> None:
+async def test_unreachable_host_is_retried_then_the_root_fails(
+    tmp_path: Path, crawl_archive: CrawlFn
+) -> None:
     # Nothing listens on this port: the connection is refused at once.
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     server.close()
     await server.wait_closed()
-    crawl = await crawl_archive(f"http://127.0.0.1:{port}/", **ROBOTS)
-    record = outcome(crawl, f"http://127.0.0.1:{port}/")
-    assert record["outcome"] == "skipped" and "unavailable" in record["reason"]
+    with pytest.raises(SeedError, match="host unreachable"):
+        await crawl_archive(f"http://127.0.0.1:{port}/", **ROBOTS)
+    lines = (tmp_path / "archive" / "crawl-log.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    root = next(r for r in records if r["url"] == f"http://127.0.0.1:{port}/")
+    assert root["outcome"] == "failed" and "unreachable" in root["error"]
 
 
 async def test_redirect_loop_counts_as_missing(site: Site, crawl_archive: CrawlFn) -> None:

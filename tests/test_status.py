@@ -46,7 +46,7 @@ async def test_interrupted_archive_is_resumable(tmp_path: Path) -> None:
     code, out = status(archive)
     assert code == 0
     assert "resumable: run `archiver crawl --resume" in out
-    assert "done 1, queued 2, failed 0, in flight 1 (fetched again on resume)" in out
+    assert "done 1, queued 2, failed 0, fetched again on resume 1" in out
     code, out = status(archive, "--json")
     data = json.loads(out)
     assert (data["state"], data["done"], data["queued"], data["in_flight"]) == ("resumable", 1, 2, 1)

@@ -459,6 +459,7 @@ def test_serve_command_errors(tmp_path: Path) -> None:
     missing = run(str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no archive at" in missing.stderr
     assert "Traceback" not in missing.stderr
+    (tmp_path / "crawl.toml").write_text("")
     bad_port = run(str(tmp_path), "--port", "70000")
     assert bad_port.returncode == 2 and "--port" in bad_port.stderr
     with socket.socket() as taken:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
+from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
 
@@ -29,11 +30,7 @@ _TAG = re.compile(r"<[^>]+>")
 
 
 def _archive(path: Path) -> Path:
-    if not path.exists():
-        raise UsageError(f"no archive at {path}")
-    if not path.is_dir():
-        raise UsageError(f"{path} is a file; give the archive folder")
-    return path
+    return require_archive(path, also=("index", "warc"))
 
 
 def _text_from_terminal(words: tuple[str, ...]) -> str:
@@ -117,6 +114,7 @@ def _print(results: SearchResults, archive: Path) -> None:
     "--page", "-p", default=1, show_default=True, type=click.IntRange(1), help="Which page of results."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the URLs of the hits, one per line.")
 @click.option("--no-snippets", is_flag=True, help="Leave out the highlighted text (faster).")
 @click.option(
     "--time-limit",
@@ -147,6 +145,7 @@ def search_command(
     limit: int,
     page: int,
     as_json: bool,
+    quiet: bool,
     no_snippets: bool,
     time_limit: float,
     site: str,
@@ -169,7 +168,7 @@ def search_command(
         text,
         limit=limit,
         page=page,
-        with_snippets=not no_snippets,
+        with_snippets=not (no_snippets or quiet),
         time_limit=time_limit,
         site=site,
         content_type=content_type,
@@ -179,6 +178,10 @@ def search_command(
     if as_json:
         ascii_only = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") != "utf8"
         click.echo(json.dumps(dataclasses.asdict(results), ensure_ascii=ascii_only, indent=1))
+        return
+    if quiet:
+        for hit in results.hits:
+            click.echo(hit.url)
         return
     _print(results, archive)
 

@@ -10,8 +10,13 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborNode as Node
+
+if TYPE_CHECKING:
+    from archiver.model import Page
 
 INDEXED_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -20,6 +25,15 @@ _DROP = (
     " button, iframe, object, [hidden], [aria-hidden=true], [role=navigation],"
     " [role=banner], [role=contentinfo], [role=search], [role=complementary]"
 )
+_BLOCKS = (
+    "address, article, blockquote, br, caption, dd, details, dialog, div, dl, dt, fieldset,"
+    " figcaption, figure, h1, h2, h3, h4, h5, h6, header, hr, li, main, ol, p, pre, section,"
+    " summary, table, tbody, td, tfoot, th, thead, tr, ul, option"
+)
+"""Elements a browser lays out as blocks (or line breaks): their text is set apart by a space,
+while inline elements (`code`, `em`, `a`, ...) join their neighbours as they are shown."""
+_PERMALINKS = "a.headerlink, a.anchor-link, a.anchorjs-link, a.header-anchor, a.heading-anchor"
+_PERMALINK_MARKS = frozenset({"¶", "§", "#", "🔗"})
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _SPACES = re.compile(r"\s+")
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -110,9 +124,41 @@ def extract(content: bytes, content_type: str, encoding: str | None, max_chars: 
     for node in main.css("header"):
         if node.parent is not None and node.parent.tag in ("body", "div"):
             node.decompose()
-    headings = " ".join(_clean(h.text(deep=True, separator=" ")) for h in main.css("h1, h2, h3"))
-    body = _clean(main.text(deep=True, separator=" "))[:max_chars]
+    _prepare_text(main)
+    headings = " ".join(_clean(h.text(deep=True, separator="")) for h in main.css("h1, h2, h3"))
+    body = _clean(main.text(deep=True, separator=""))[:max_chars]
     if not title:
         first = main.css_first("h1")
-        title = _clean(first.text(deep=True, separator=" ")) if first is not None else ""
+        title = _clean(first.text(deep=True, separator="")) if first is not None else ""
     return Extracted(title[:1000], headings[:5000], description[:2000], body)
+
+
+def _prepare_text(root: Node) -> None:
+    """Drop permalink marks (Sphinx's `¶`) and set blocks apart, so the text reads as shown."""
+    for node in root.css(_PERMALINKS):
+        node.decompose()
+    for node in root.css("h1 a, h2 a, h3 a, h4 a, h5 a, h6 a, dt a"):
+        if node.text(deep=True).strip() in _PERMALINK_MARKS:
+            node.decompose()
+    for node in root.css(_BLOCKS):
+        node.insert_before(" ")
+        node.insert_after(" ")
+
+
+def visible_text(page: Page) -> str:
+    """The text a reader sees on `page` (an HTML page or plain text), in one line.
+
+    `Page.text` is the whole decoded document, markup and scripts included; plugins that
+    want the words of a page call this.  Scripts, styles and hidden elements are left out,
+    inline elements join their neighbours and blocks are separated by one space.
+    """
+    if page.content_type not in _HTML_TYPES:
+        return _clean(page.text)
+    tree = LexborHTMLParser(page.text)
+    root = tree.body
+    if root is None:
+        return ""
+    for node in root.css("script, style, template, noscript, [hidden]"):
+        node.decompose()
+    _prepare_text(root)
+    return _clean(root.text(deep=True, separator=""))

@@ -78,9 +78,13 @@ def _pieces(text: str) -> Iterator[tuple[str, int]]:
 
 
 def text_analyzer() -> Any:
-    """English words stemmed, stop words dropped, CJK runs as bigrams."""
+    """English words stemmed, stop words dropped, CJK runs as bigrams.
+
+    A dot splits words (`asyncio.run` is `asyncio` and `run`, found as a phrase): page text
+    joins inline elements as shown, and a dotted name must still be found by its parts.
+    """
     return (
-        RegexTokenizer()
+        RegexTokenizer(r"\w+")
         | LowercaseFilter()
         | StopFilter(minsize=1)
         | CJKBigramFilter()

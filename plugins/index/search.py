@@ -55,11 +55,14 @@ from .store import (
 MAX_EXPANSION = 2_000
 """A wildcard or prefix may stand for at most this many distinct words."""
 DEFAULT_TIME_LIMIT = 5.0
+MAX_NESTING = 50
+"""Brackets deeper than this are refused: whoosh parses them recursively."""
 _SNIPPET_WINDOW = 160
 _OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
 _WORD = re.compile(r"[^\W_]+")
 _URL = re.compile(r"https?://\S+")
 _DANGLING = re.compile(r"^(?:(?:AND|OR)\s+)+|(?:\s+(?:AND|OR|NOT))+$")
+_SITE = re.compile(r"(?<![^\s(])((?:site|host):)('[^']*'|\"[^\"]*\"|[^\s()]+)")
 _DIGITS = re.compile(r"\d{0,14}")
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+-]*/(?:[a-z0-9][a-z0-9.+-]*)?")
 OPEN_ARCHIVES = 8
@@ -300,8 +303,31 @@ def close_all() -> None:
 def make_parser(schema: Any) -> MultifieldParser:
     parser = MultifieldParser(list(SEARCH_FIELDS), schema, fieldboosts=FIELD_BOOSTS, group=AndGroup)
     parser.add_plugin(FieldAliasPlugin(FIELD_ALIASES))
-    parser.add_plugin(PlusMinusPlugin())
+    # `-word` excludes only at the start of a word: `utf-8` and `non-blocking` are words
+    parser.add_plugin(PlusMinusPlugin(plusexpr=r"(?<![^\s(])\+", minusexpr=r"(?<![^\s(])-"))
     return parser
+
+
+def _quote_sites(query_text: str) -> str:
+    """`site:HOST[:PORT]` as the --site filter reads it: the host alone, quoted so dots and
+    colons stay in one term."""
+
+    def quoted(match: re.Match[str]) -> str:
+        value = match.group(2).strip("'\"")
+        return f"{match.group(1)}'{_host(value)}'" if value else match.group(0)
+
+    return _SITE.sub(quoted, query_text)
+
+
+def _nesting(query_text: str) -> int:
+    depth = deepest = 0
+    for char in query_text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def parse(schema: Any, query_text: str) -> Any:
@@ -309,10 +335,21 @@ def parse(schema: Any, query_text: str) -> Any:
     stripped = query_text.strip()
     if _URL.fullmatch(stripped):
         return query.Term("url", stripped)
-    query_text = _DANGLING.sub("", stripped) or stripped
+    if _nesting(stripped) > MAX_NESTING:
+        raise QueryError(f"the query nests brackets more than {MAX_NESTING} deep; simplify it")
+    query_text = _quote_sites(_DANGLING.sub("", stripped) or stripped)
     parser = make_parser(schema)
-    _check_syntax(parser, query_text)
-    parsed = parser.parse(query_text)
+    try:
+        _check_syntax(parser, query_text)
+        parsed = parser.parse(query_text)
+    except QueryError:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, NotImplementedError) as exc:
+        # whoosh's parser fails this way on some operator sequences (`NOT NOT a`)
+        raise QueryError(
+            f"cannot read the query {stripped!r} ({type(exc).__name__}); "
+            "check its AND/OR/NOT and brackets, or put it in quotes"
+        ) from None
     leaves = list(_leaves(parsed))
     only_url_words = all(getattr(leaf, "fieldname", None) == "urlwords" for leaf in leaves)
     if not leaves or (only_url_words and "url:" not in query_text):
@@ -419,7 +456,7 @@ def _run(
         results_page = ResultsPage(results, page, limit)
         if with_snippets:
             results.fragmenter = highlight.ContextFragmenter(maxchars=240, surround=70)
-            results.formatter = highlight.HtmlFormatter(tagname="b", between=" … ")
+            results.formatter = _Escaped(tagname="b", between=" … ")
         patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
         for hit in results_page:
             hits.append(_hit(hit, results_page.offset, patterns))
@@ -439,6 +476,13 @@ def _run(
         notes=notes,
         elapsed=time.monotonic() - started,
     )
+
+
+class _Escaped(highlight.HtmlFormatter):  # type: ignore[misc]
+    """whoosh leaves `"` unescaped: escape everything once, so no later layer escapes again."""
+
+    def _text(self, text: str) -> str:
+        return escape(text, quote=True)
 
 
 class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]

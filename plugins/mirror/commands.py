@@ -69,9 +69,12 @@ def add_commands(cli: click.Group) -> None:
         packs the WARC files, index and page list as a WACZ for ReplayWeb.page/pywb.
         Links that could not be made local are listed in DIR/export-report.json.
         """
+        from archiver.archive import require_archive
+
         from .export import ExportOptions, export_mirror
         from .plan import check_timestamp
 
+        require_archive(archive, also=("warc",), suffixes=(".warc.gz", ".warc"))
         options = ExportOptions(
             format=_format_for(output, fmt),
             timestamp=check_timestamp(timestamp) if timestamp else None,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
 
@@ -89,8 +90,7 @@ def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
     from .reader import open_archive
 
-    if not archive.exists():
-        raise UsageError(f"no such archive: {archive}")
+    require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
     for capture in warcs.iter_captures():
         if as_json:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from archiver.archive import require_archive
 from archiver.errors import UsageError
 
 if TYPE_CHECKING:
@@ -122,6 +123,9 @@ def add_commands(cli: click.Group) -> None:
         for origin in cors:
             if origin != "null" and not _ORIGIN.fullmatch(origin.rstrip("/")):
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
+        for path in archives:
+            if path.is_dir():
+                require_archive(path, also=("warc", "index"), suffixes=(".warc.gz", ".warc"))
         library = Library.open(list(archives))
         if not is_loopback(host):
             names = ", ".join(sorted({*machine_names(), *allow_hosts}))

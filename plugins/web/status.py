@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver.crawllog import status_class
+
 LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
 STATE_NAME = "state.sqlite"
@@ -66,9 +68,9 @@ class LogFollower:
             return
         outcome = str(record.get("outcome") or "fetched")
         self.outcomes[outcome] += 1
-        status = record.get("status")
-        if isinstance(status, int):
-            self.statuses[f"{status // 100}xx"] += 1
+        status = status_class(record)
+        if status is not None:
+            self.statuses[status] += 1
         if record.get("error"):
             self.errors[str(record.get("error")).split(":", 1)[0][:60]] += 1
         if isinstance(record.get("bytes"), int):
@@ -98,21 +100,14 @@ def _running(folder: Path) -> tuple[bool, str | None]:
     return True, holder.describe() if holder else None
 
 
-def _frontier(folder: Path) -> dict[str, int] | None:
+def _frontier(folder: Path, running: bool) -> dict[str, int] | None:
     path = folder / STATE_NAME
     if not path.is_file():
         return None
-    try:
-        from archiver.frontier_sqlite import read_counts
-    except ImportError:
-        return None
-    counts = read_counts(path)
-    return {
-        "queued": counts.queued,
-        "in flight": counts.in_flight,
-        "done": counts.done,
-        "failed": counts.failed,
-    }
+    from archiver.frontier_sqlite import read_counts
+    from archiver.status import count_rows
+
+    return dict(count_rows(read_counts(path), running))
 
 
 def crawl_status(name: str, folder: Path, follower: LogFollower | None) -> CrawlStatus:
@@ -131,7 +126,7 @@ def crawl_status(name: str, folder: Path, follower: LogFollower | None) -> Crawl
             problems.append(f"{REPORT_NAME}: {exc}")
     frontier = None
     try:
-        frontier = _frontier(folder)
+        frontier = _frontier(folder, running)
     except Exception as exc:  # a state file being written or from another version
         problems.append(f"{STATE_NAME}: {exc}")
     return CrawlStatus(name, running, holder, follower, frontier, report, problems)

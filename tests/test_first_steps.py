@@ -1,0 +1,124 @@
+"""What a first crawl and the first commands after it tell a new user."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Site
+
+from archiver.cli import main
+
+QUICK = ["--delay", "0", "--max-tries", "1", "--disable-plugin", "index", "--disable-plugin", "sitemap"]
+
+
+async def run_cli(*args: str) -> int:
+    return await asyncio.to_thread(main, list(args))
+
+
+async def closed_port() -> int:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = int(server.sockets[0].getsockname()[1])
+    server.close()
+    await server.wait_closed()
+    return port
+
+
+async def test_unreachable_root_fails_and_stays_resumable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = f"http://127.0.0.1:{await closed_port()}/"
+    archive = tmp_path / "a"
+    assert await run_cli("crawl", root, "-o", str(archive), *QUICK) == 1
+    err = capsys.readouterr().err
+    assert "no root URL could be fetched" in err and "unreachable" in err
+    assert json.loads((archive / "report.json").read_text())["complete"] is False
+    assert await run_cli("status", str(archive), "--json") == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "resumable"
+    # running it again resumes (and fails again), it is not "a complete crawl"
+    assert await run_cli("crawl", root, "-o", str(archive), *QUICK) == 1
+    captured = capsys.readouterr()
+    assert "complete crawl" not in captured.out + captured.err
+
+
+async def test_dry_run_calls_an_unreachable_root_unreachable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = f"http://127.0.0.1:{await closed_port()}/"
+    assert await run_cli("crawl", root, "-o", str(tmp_path / "a"), "--dry-run", *QUICK) == 0
+    out = capsys.readouterr().out
+    assert "verdict: unreachable" in out
+    assert "out of scope" not in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "{x}", "word"],
+        ["serve", "{x}", "--port", "0"],
+        ["status", "{x}"],
+        ["warc", "ls", "{x}"],
+        ["why", "{x}", "http://example.test/"],
+        ["reindex", "{x}"],
+        ["export", "{x}", "{out}"],
+    ],
+)
+async def test_a_folder_that_is_no_archive_is_named_so(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "notarchive"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not an archive")
+    args = [part.format(x=folder, out=tmp_path / "out") for part in command]
+    assert await asyncio.wait_for(run_cli(*args), 30) == 2  # `serve` would otherwise serve nothing
+    err = capsys.readouterr().err
+    assert f"{folder} is not an archive (no crawl.toml)" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+async def test_an_empty_folder_is_no_archive_either(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("status", str(tmp_path)) == 2
+    assert "is not an archive (no crawl.toml)" in capsys.readouterr().err
+
+
+async def test_forgetting_the_output_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "something.txt").write_text("the current folder is not empty")
+    monkeypatch.chdir(tmp_path)
+    assert await run_cli("crawl", "http://127.0.0.1:9/", *QUICK) == 2
+    err = capsys.readouterr().err
+    assert "-o ARCHIVE is missing" in err and "not an archive" not in err
+
+
+@pytest.mark.parametrize(
+    ("key", "table"), [("roots", "crawl"), ("delay", "politeness"), ("timeout", "limits")]
+)
+async def test_a_top_level_key_says_which_table_it_belongs_in(
+    key: str, table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    value = '["http://127.0.0.1:9/"]' if key == "roots" else "1"
+    config.write_text(f"{key} = {value}\n")
+    assert await run_cli("crawl", "http://127.0.0.1:9/", "-c", str(config), "-o", str(tmp_path / "a")) == 2
+    err = capsys.readouterr().err
+    assert f"{key} belongs in the [{table}] table" in err and "unknown table" not in err
+
+
+async def test_search_and_status_take_quiet(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", "<html><title>Home</title><body><p>zebra crossing</p><a href='/b'>b</a></body></html>")
+    site.page("/b", "<html><title>B</title><body><p>a zebra again</p></body></html>")
+    archive = str(tmp_path / "a")
+    assert await run_cli("crawl", site.url("/"), "-o", archive, "--delay", "0", "-q") == 0
+    capsys.readouterr()
+    assert await run_cli("search", archive, "zebra", "-q") == 0
+    assert sorted(capsys.readouterr().out.split()) == [site.url("/"), site.url("/b")]
+    assert await run_cli("status", "-q", archive) == 0
+    assert capsys.readouterr().out == "complete\n"
