@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -85,6 +86,8 @@ def ls(archive: Path, as_json: bool) -> None:
     from .reader import open_archive
 
     require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
+    if not as_json and sys.stdout.isatty():
+        click.echo(f"{'TIMESTAMP':<14} {'ST':>3} {'TYPE':<24} {'SIZE':>9} URL")  # ST: HTTP status
     for capture in open_archive(archive).iter_captures():
         if as_json:
             fields = {
