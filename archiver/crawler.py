@@ -477,7 +477,8 @@ class Crawler:
             if trap is not None:
                 return trap
         if self.hooks.accept_url(item.url, item.referrer, self.crawl) is False:
-            return "refused by a plugin (accept_url)"
+            name = self.hooks.url_refused_by(item.url, item.referrer, self.crawl) or "a plugin"
+            return f"refused by plugin {name} (accept_url)"
         return None
 
     def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:

@@ -145,6 +145,21 @@ class Hooks:
             return None
         return bool(answer)
 
+    def url_refused_by(self, url: str, referrer: str | None, crawl: Crawl) -> str | None:
+        """The name of the plugin whose `accept_url` answer decides `url`, when it refuses it.
+
+        Asked only after a refusal, to name the plugin in the crawl log: it calls the
+        implementations one by one, in pluggy's order, up to the first answer.
+        """
+        given = {"url": url, "referrer": referrer, "crawl": crawl}
+        for impl in reversed(self._hook.accept_url.get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                continue
+            answer = impl.function(**{name: given[name] for name in impl.argnames})
+            if answer is not None:
+                return impl.plugin_name if not answer else None
+        return None
+
     def prepare_request(self, url: str, headers: MutableMapping[str, str], crawl: Crawl) -> None:
         self._hook.prepare_request(url=url, headers=headers, crawl=crawl)
 

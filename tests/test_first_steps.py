@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,92 @@ async def test_search_and_status_take_quiet(
     assert sorted(capsys.readouterr().out.split()) == [site.url("/"), site.url("/b")]
     assert await run_cli("status", "-q", archive) == 0
     assert capsys.readouterr().out == "complete\n"
+
+
+async def test_the_crawl_log_names_the_plugin_that_refused_a_url(site: Site, tmp_path: Path) -> None:
+    from conftest import make_config
+
+    from archiver import hookimpl
+    from archiver.crawler import run_crawl
+    from archiver.manager import make_plugin_manager
+
+    class NoPdf:
+        @hookimpl
+        def accept_url(self, url: str) -> bool | None:
+            return False if url.endswith(".pdf") else None
+
+    class Indifferent:
+        @hookimpl
+        def accept_url(self, url: str) -> bool | None:
+            return None
+
+    site.page("/", links=["/a.pdf", "/b"])
+    site.page("/b")
+    pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.links"])
+    pm.register(NoPdf(), name="no_pdf")
+    pm.register(Indifferent(), name="indifferent")
+    await run_crawl(make_config(tmp_path, [site.url("/")]), pm)
+    records = [
+        json.loads(line) for line in (tmp_path / "archive" / "crawl-log.jsonl").read_text().splitlines()
+    ]
+    (refused,) = [r for r in records if r["url"] == site.url("/a.pdf")]
+    assert refused["reason"] == "refused by plugin no_pdf (accept_url)"
+
+
+def test_the_plugin_guide_snippet_runs_as_written(tmp_path: Path) -> None:
+    guide = (Path(__file__).parent.parent / "docs" / "plugins.md").read_text(encoding="utf-8")
+    snippet = next(block for block in guide.split("```python\n")[1:] if "def accept_url" in block)
+    namespace: dict[str, object] = {"__name__": "content_types_snippet"}
+    exec(compile(snippet.split("```", 1)[0], "plugins.md", "exec"), namespace)
+    from archiver.config import load_config
+    from archiver.errors import ConfigError
+    from archiver.model import Crawl
+
+    config = load_config(None, {"plugins": {"content_types": {"skip_extensions": [".iso"]}}})
+    namespace["configure"](config)  # type: ignore[operator]
+    crawl = Crawl(config=config, archive=tmp_path, roots=())
+    assert namespace["accept_url"]("http://x.test/a.iso", crawl) is False  # type: ignore[operator]
+    with pytest.raises(ConfigError):
+        namespace["configure"](load_config(None, {"plugins": {"content_types": {"skip_extensions": 1}}}))  # type: ignore[operator]
+
+
+async def test_warc_ls_prints_a_header_on_a_terminal_only(site: Site, tmp_path: Path) -> None:
+    from terminal import run_on_terminal, screen_lines
+
+    site.page("/", "<html><body>home</body></html>")
+    archive = str(tmp_path / "a")
+    assert await run_cli("crawl", site.url("/"), "-o", archive, *QUICK, "-q") == 0
+    code, output = await asyncio.to_thread(run_on_terminal, ["warc", "ls", archive], tmp_path, 60)
+    assert code == 0
+    lines = screen_lines(output)
+    assert lines[0].split() == ["TIMESTAMP", "ST", "TYPE", "SIZE", "URL"]
+    assert lines[-1].endswith(site.url("/"))
+    piped = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "archiver", "warc", "ls", archive],
+        capture_output=True,
+        text=True,
+    )
+    assert "TIMESTAMP" not in piped.stdout and piped.stdout.strip().endswith(site.url("/"))
+
+
+async def test_replay_without_a_timestamp_takes_the_latest_capture(site: Site, tmp_path: Path) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+    from archiver_plugins.web.app import make_app
+
+    archive = tmp_path / "a"
+    for word in ("first", "second"):
+        site.page("/", f"<html><body>{word} version</body></html>")
+        await asyncio.sleep(1.1)  # captures one second apart
+        args = ["crawl", site.url("/"), "-o", str(archive), *QUICK, "-q", "--recrawl"]
+        assert await run_cli(*args) == 0
+    client = TestClient(TestServer(make_app([archive]), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        response = await client.get(f"/replay/{site.url('/')}", allow_redirects=False)
+        assert response.status == 302
+        location = response.headers["Location"]
+        latest = await client.get(location)
+        assert latest.status == 200 and "second version" in await latest.text()
+    finally:
+        await client.close()

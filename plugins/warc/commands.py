@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -92,6 +93,8 @@ def ls(archive: Path, as_json: bool) -> None:
 
     require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
+    if not as_json and sys.stdout.isatty():
+        click.echo(f"{'TIMESTAMP':<14} {'ST':>3} {'TYPE':<24} {'SIZE':>9} URL")  # ST: HTTP status
     for capture in warcs.iter_captures():
         if as_json:
             fields = {

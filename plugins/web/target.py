@@ -11,6 +11,9 @@ from aiohttp import web
 from .replay import MODIFIERS
 
 _PATH = re.compile(r"^(?P<ts>\d{1,14})(?P<mod>[a-z]{2}_)?/(?P<url>.+)$", re.S)
+_NO_TIMESTAMP = re.compile(r"^https?(?::|%3a)", re.IGNORECASE)
+LATEST = "99991231235959"
+"""The time asked for by ``/replay/URL`` without one: the nearest capture is the latest."""
 _SCHEME_SLASHES = re.compile(r"^(https?):/*", re.IGNORECASE)
 _FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
 MAX_URL = 8192
@@ -36,7 +39,10 @@ def parse_target(request: web.Request, prefix: str) -> Target:
     raw = request.rel_url.raw_path
     if not raw.startswith(prefix):
         raise bad_request("not a replay path")
-    match = _PATH.match(raw[len(prefix) :])
+    rest = raw[len(prefix) :]
+    if _NO_TIMESTAMP.match(rest):
+        rest = f"{LATEST}/{rest}"
+    match = _PATH.match(rest)
     if match is None:
         raise bad_request(f"expected {prefix}TIMESTAMP/URL with a timestamp of up to 14 digits")
     modifier = match.group("mod") or ""
