@@ -208,11 +208,13 @@ class _Tree:
             del self.open[:]  # an end tag for an HTML element further up closes the foreign content
 
 
-def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]:
+def scan_tags(text: str, interesting: frozenset[str] | None = None, *, scripting: bool = True) -> list[Tag]:
     """The start tags of `text` in order, raw-text elements with their `content` span.
 
     Only tags named in `interesting` (all when None) are returned, with any other tag that
     has a ``style`` attribute; every tag is read, since each one moves the tokenizer.
+    `scripting` False reads the document as a browser without scripts does, where
+    ``<noscript>`` holds markup.
     """
     tags: list[Tag] = []
     tree = _Tree()
@@ -255,7 +257,7 @@ def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]
         tag = _parse_tag(text, name, lt, name_end.end())
         position = tag.end
         is_html = tree.start(tag) if tag.closed else False
-        if is_html and tag.closed and name in RAW_TEXT:
+        if is_html and tag.closed and name in RAW_TEXT and (scripting or name != "noscript"):
             stop = _script_end(text, position) if name == "script" else None
             if stop is None:
                 raw_end = _RAW_END[name].search(text, position)
@@ -263,7 +265,9 @@ def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]
             tag.content = (position, stop)
             if name == "noscript":
                 tags.extend(
-                    inner for inner in scan_tags(text[position:stop], interesting) if _shift(inner, position)
+                    inner
+                    for inner in scan_tags(text[position:stop], interesting, scripting=False)
+                    if _shift(inner, position)
                 )
             position = stop
         if interesting is None or name in interesting or tag.get("style") is not None:
