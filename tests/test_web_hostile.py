@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import random
 import socket
 import subprocess
 import sys
@@ -136,6 +137,37 @@ def test_export_disarms_every_refresh_a_browser_sees(document: str) -> None:
     assert "data-archived-http-equiv" in out
     unchanged = out.replace("data-archived-http-equiv", "http-equiv")
     assert unchanged == document  # every other byte as archived
+
+
+FRAGMENTS = [
+    *("<!--", "-->", "--!>", "<!-->", "<!--->", "<![CDATA[", "]]>", "<!doctype html>", "<?x", ">"),
+    *("<svg>", "</svg>", "<math>", "</math>", "<foreignObject>", "</foreignObject>", "<mtext>", "<desc>"),
+    *("<annotation-xml encoding='text/html'>", "<font color=red>", "<style>", "</style>", "<script>"),
+    *("</script>", "<title>", "</title>", "<textarea>", "</textarea>", "<noscript>", "</noscript>"),
+    *("<xmp>", "</xmp>", "<iframe>", "</iframe>", "<plaintext>", "<template>", "</template>", "<select>"),
+    *("</select>", "<table>", "<td>", "<p>", "</p>", "<b>", "<div>", "</div>", "<span>", "</span>", "</br>"),
+    *("<br/>", "<p title='", "'>", '"', "'", "</div x='>'>", "<a href=", "/>", "<", "=", " "),
+]
+
+
+def test_no_refresh_to_the_web_survives_either_rewriter() -> None:
+    """Random tag soup around a refresh: whenever a browser-grade parser sees the refresh in
+    the archived page, it sees none to the web in the replayed or exported one."""
+    chance = random.Random(19)
+    refresh = REFRESH.format(live=LIVE, n="x")
+    checked = 0
+    for _ in range(1500):
+        parts = [chance.choice(FRAGMENTS) for _ in range(chance.randint(1, 12))]
+        parts.insert(chance.randint(0, len(parts)), refresh)
+        document = "".join(parts)
+        if not any(t.startswith(LIVE) for t in refreshes(document)):
+            continue
+        checked += 1
+        replayed = replay_rewrite(document, UrlRewriter(ARCHIVED + "/page", STAMP))
+        assert all(t.startswith(("/replay/", "/missing/")) for t in refreshes(replayed)), document
+        exported = export_rewrite(document, ARCHIVED + "/page", lambda raw, base, kind: Mapped(None, True))
+        assert refreshes(exported) == [], document
+    assert checked > 500
 
 
 # -- the search page's parameters ------------------------------------------------------

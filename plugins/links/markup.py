@@ -16,15 +16,23 @@ raw-text element runs to the end of the document, as in a browser.
 
 ``<noscript>`` is raw text where scripts run; its content is scanned as markup too, since
 a reader without scripts parses it.
+
+Following the tree builder only that far leaves rare documents where a browser's tree
+differs (an end tag that closes, or not, the SVG around it).  For the one tag that leaves
+an archive without a click, `disarm_refreshes` checks the rewritten document with a
+browser-grade parser (lexbor) and disarms any refresh the rewriting missed.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["RAW_TEXT", "Attribute", "Tag", "scan_tags"]
+from selectolax.lexbor import LexborHTMLParser
+
+__all__ = ["RAW_TEXT", "Attribute", "Tag", "disarm_refreshes", "refresh_target", "scan_tags"]
 
 _TAG_OPEN = re.compile(r"<(?:(!--)|(!)|(\?)|(/[A-Za-z])|(/>)|(/)|([A-Za-z]))")
 _COMMENT_END = re.compile(r"--!?>")
@@ -200,11 +208,13 @@ class _Tree:
             del self.open[:]  # an end tag for an HTML element further up closes the foreign content
 
 
-def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]:
+def scan_tags(text: str, interesting: frozenset[str] | None = None, *, scripting: bool = True) -> list[Tag]:
     """The start tags of `text` in order, raw-text elements with their `content` span.
 
     Only tags named in `interesting` (all when None) are returned, with any other tag that
     has a ``style`` attribute; every tag is read, since each one moves the tokenizer.
+    `scripting` False reads the document as a browser without scripts does, where
+    ``<noscript>`` holds markup.
     """
     tags: list[Tag] = []
     tree = _Tree()
@@ -247,7 +257,7 @@ def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]
         tag = _parse_tag(text, name, lt, name_end.end())
         position = tag.end
         is_html = tree.start(tag) if tag.closed else False
-        if is_html and tag.closed and name in RAW_TEXT:
+        if is_html and tag.closed and name in RAW_TEXT and (scripting or name != "noscript"):
             stop = _script_end(text, position) if name == "script" else None
             if stop is None:
                 raw_end = _RAW_END[name].search(text, position)
@@ -255,7 +265,9 @@ def scan_tags(text: str, interesting: frozenset[str] | None = None) -> list[Tag]
             tag.content = (position, stop)
             if name == "noscript":
                 tags.extend(
-                    inner for inner in scan_tags(text[position:stop], interesting) if _shift(inner, position)
+                    inner
+                    for inner in scan_tags(text[position:stop], interesting, scripting=False)
+                    if _shift(inner, position)
                 )
             position = stop
         if interesting is None or name in interesting or tag.get("style") is not None:
@@ -275,3 +287,39 @@ def _shift(tag: Tag, offset: int) -> bool:
         attribute.value_start += offset
         attribute.end += offset
     return True
+
+
+_REFRESH_URL = re.compile(
+    r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\1\s*$""", re.IGNORECASE | re.DOTALL
+)
+_MENTIONS_REFRESH = re.compile("refresh", re.IGNORECASE)
+DISARMED = "data-archived-http-equiv"
+
+
+def refresh_target(content: str) -> str:
+    """The URL of a refresh's ``content`` (``5; url='next.html'`` -> ``next.html``)."""
+    match = _REFRESH_URL.match(content)
+    return (match.group(2) if match else content).strip()
+
+
+def disarm_refreshes(document: str, safe: Callable[[str], bool]) -> str:
+    """`document`, unless a browser-grade parser finds a refresh whose target is not `safe`.
+
+    Then the document comes back as that parser writes it, with those refreshes disarmed
+    (``http-equiv`` renamed): byte-for-byte fidelity gives way only for such a document.
+    """
+    if _MENTIONS_REFRESH.search(document) is None:
+        return document
+    tree = LexborHTMLParser(document)
+    unsafe = [
+        meta
+        for meta in tree.css("meta")
+        if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh"
+        and not safe(refresh_target(meta.attributes.get("content") or ""))
+    ]
+    if not unsafe:
+        return document
+    for meta in unsafe:
+        meta.attrs[DISARMED] = meta.attributes.get("http-equiv") or ""
+        del meta.attrs["http-equiv"]
+    return tree.html or ""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
-from ..links.markup import RAW_TEXT, Attribute, Tag, scan_tags
+from ..links.markup import DISARMED, RAW_TEXT, Attribute, Tag, disarm_refreshes, scan_tags
 from .css import rewrite_css
 from .mapping import PAGE, REQUISITE, LinkMap, Mapped
 from .srcset import rewrite_refresh, rewrite_srcset
@@ -71,6 +71,7 @@ _MARKED = frozenset({"a", "area"})
 _INTERESTING = (
     frozenset(URL_ATTRIBUTES) | frozenset(SRCSET_ATTRIBUTES) | RAW_TEXT | {"meta", "base", "head", "html"}
 )
+_TO_THE_WEB = re.compile(r"(?:(?:https?|ftp|wss?):|[/\\\\]{2})", re.IGNORECASE)
 _CHARSET_META = re.compile(r"<meta\b[^>]*?(?:charset\s*=|http-equiv\s*=\s*[\"']?content-type)", re.IGNORECASE)
 
 
@@ -137,7 +138,7 @@ def rewrite_html(
         position = _charset_position(text, tags)
         edits.append((position, position, f'<meta charset="{charset}">'))
     if not edits:
-        return text
+        return disarm_refreshes(text, _stays_local)
     edits.sort(key=lambda edit: (edit[0], edit[1]))
     out: list[str] = []
     last = 0
@@ -148,7 +149,12 @@ def rewrite_html(
         out.append(replacement)
         last = end
     out.append(text[last:])
-    return "".join(out)
+    return disarm_refreshes("".join(out), _stays_local)
+
+
+def _stays_local(url: str) -> bool:
+    """A refresh target that does not lead to the web (a file of the mirror)."""
+    return _TO_THE_WEB.match(url.replace("\t", "").replace("\n", "").replace("\r", "")) is None
 
 
 def _replace_value(attribute: Attribute, value: str, edits: list[tuple[int, int, str]]) -> None:
@@ -196,7 +202,7 @@ def _rewrite_tag(
 
             new = rewrite_refresh(content.value, base, recording)
             if any(target.missing for target in targets):  # a refresh to the web: keep it visible, but inert
-                edits.append((equiv.start, equiv.start + len("http-equiv"), "data-archived-http-equiv"))
+                edits.append((equiv.start, equiv.start + len("http-equiv"), DISARMED))
             elif new != content.value:
                 _replace_value(content, new, edits)
     style = tag.get("style")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from ..links.markup import Attribute, Tag, scan_tags
+from ..links.markup import Attribute, Tag, disarm_refreshes, scan_tags
 
 REPLAY_PREFIX = "/replay/"
 MISSING_PREFIX = "/missing/"
@@ -242,4 +242,8 @@ def rewrite_html(text: str, urls: UrlRewriter, banner: str = "") -> str:
         last = end
     out.append(text[last:])
     out.append(banner)  # no <body> tag: the browser moves trailing content into the body
-    return "".join(out)
+    return disarm_refreshes("".join(out), _on_server)
+
+
+def _on_server(url: str) -> bool:
+    return url.startswith((REPLAY_PREFIX, MISSING_PREFIX))
