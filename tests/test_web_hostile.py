@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -211,6 +212,32 @@ async def test_replay_answers_cross_origin_reads_only_when_asked(tmp_path: Path)
     async with serving(archive) as client:
         tool = await client.get(raw, headers={"Origin": "https://tool.example"})
         assert "Access-Control-Allow-Origin" not in tool.headers
+
+
+async def test_a_replayed_page_reads_its_own_archive_with_the_servers_token(tmp_path: Path) -> None:
+    archive = write_archive(
+        tmp_path / "a",
+        {
+            "/": ("text/html", "<html><head><title>p</title></head><body>x</body></html>"),
+            "/data.json": ("application/json", '{"a": 1}'),
+        },
+    )
+    async with serving(archive) as client:
+        page = await (await client.get(f"/replay/{STAMP}/{ARCHIVED}/")).text()
+        found = re.search(r'const token = "([A-Za-z0-9_-]+)", name = "X-Archiver-Replay"', page)
+        assert found is not None and page.index("<script>") < page.index("<title>")
+        data = f"/replay/{STAMP}/{ARCHIVED}/data.json"
+        preflight = await client.options(
+            data, headers={"Origin": "null", "Access-Control-Request-Headers": "x-archiver-replay"}
+        )
+        assert preflight.headers["Access-Control-Allow-Origin"] == "null"
+        assert preflight.headers["Access-Control-Allow-Headers"] == "X-Archiver-Replay"
+        own = await client.get(data, headers={"Origin": "null", "X-Archiver-Replay": found[1]})
+        assert own.headers["Access-Control-Allow-Origin"] == "null" and await own.text() == '{"a": 1}'
+        guessed = await client.get(data, headers={"Origin": "null", "X-Archiver-Replay": "guess"})
+        assert "Access-Control-Allow-Origin" not in guessed.headers
+        elsewhere = await client.options(data, headers={"Origin": "https://evil.example"})
+        assert "Access-Control-Allow-Origin" not in elsewhere.headers
 
 
 # -- Host allow-list beyond loopback ---------------------------------------------------

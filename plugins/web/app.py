@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import mimetypes
+import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,18 @@ from aiohttp import web
 from archiver.errors import ArchiveError
 
 from .library import REFRESH_SECONDS, Library
-from .render import CORS_ORIGINS, ENVIRONMENT, FOLLOWERS, LIBRARY, STATIC, UI_CSP, make_environment, render
-from .replay_view import replay
+from .render import (
+    CORS_ORIGINS,
+    ENVIRONMENT,
+    FOLLOWERS,
+    LIBRARY,
+    REPLAY_TOKEN,
+    STATIC,
+    UI_CSP,
+    make_environment,
+    render,
+)
+from .replay_view import replay, replay_preflight
 from .views import browse_page, history_page, missing_page, search_page, status_page
 
 log = logging.getLogger(__name__)
@@ -158,6 +169,7 @@ def make_app(
     app[STATIC_FILES] = _load_static()
     app[ALLOWED_HOSTS] = HostCheck.for_address(host, allow_hosts)
     app[CORS_ORIGINS] = frozenset(origin.rstrip("/") for origin in cors)
+    app[REPLAY_TOKEN] = secrets.token_urlsafe(18)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", search_page)
     app.router.add_get("/search", search_page)
@@ -165,6 +177,7 @@ def make_app(
     app.router.add_get("/history", history_page)
     app.router.add_get("/status", status_page)
     app.router.add_get("/replay/{tail:.*}", replay)
+    app.router.add_route("OPTIONS", "/replay/{tail:.*}", replay_preflight)
     app.router.add_get("/missing/{tail:.*}", missing_page)
     app.router.add_get("/static/{name}", static_file)
     app.router.add_get("/favicon.ico", favicon)

@@ -27,6 +27,8 @@ ENVIRONMENT = web.AppKey("environment", jinja2.Environment)
 FOLLOWERS = web.AppKey("followers", dict[str, LogFollower])
 CORS_ORIGINS = web.AppKey("cors_origins", frozenset[str])
 """Origins (``serve --cors``) allowed to read replayed responses from their own pages."""
+REPLAY_TOKEN = web.AppKey("replay_token", str)
+"""A secret of this server process, written into every replayed page for its own requests."""
 
 UI_CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "

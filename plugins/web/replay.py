@@ -168,7 +168,7 @@ _INTERESTING = (
     frozenset(tag for tags in _URL_ATTRIBUTES.values() for tag in tags)
     | _SRCSET_TAGS
     | _TARGETS
-    | {"base", "body", "meta", "style"}
+    | {"base", "body", "head", "html", "meta", "style"}
 )
 
 
@@ -207,8 +207,11 @@ def _rewrite_tag(tag: Tag, urls: UrlRewriter, edits: list[tuple[int, int, str]])
 _NO_VALUE = Attribute("", None, 0, 0, 0)
 
 
-def rewrite_html(text: str, urls: UrlRewriter, banner: str = "") -> str:
+def rewrite_html(text: str, urls: UrlRewriter, banner: str = "", preamble: str = "") -> str:
     """The document `text` with its URLs rewritten; `banner` (trusted HTML) follows ``<body>``.
+
+    `preamble` (trusted HTML) comes before anything of the document that can run: after
+    the ``<head>`` or ``<html>`` start tag, or else after the doctype.
 
     Only the rewritten attribute values (and the CSS of ``<style>`` elements) change;
     every other byte stays as archived, and the tags are found as a browser finds them.
@@ -222,6 +225,8 @@ def rewrite_html(text: str, urls: UrlRewriter, banner: str = "") -> str:
                 urls.base = resolved  # the first <base href> decides, for the whole document
                 break
     edits: list[tuple[int, int, str]] = []
+    if preamble:
+        edits.append((_preamble_position(text, tags), _preamble_position(text, tags), preamble))
     for tag in tags:
         _rewrite_tag(tag, urls, edits)
         if tag.name == "style" and tag.content is not None:
@@ -243,6 +248,18 @@ def rewrite_html(text: str, urls: UrlRewriter, banner: str = "") -> str:
     out.append(text[last:])
     out.append(banner)  # no <body> tag: the browser moves trailing content into the body
     return disarm_refreshes("".join(out), _on_server)
+
+
+def _preamble_position(text: str, tags: list[Tag]) -> int:
+    for name in ("head", "html"):
+        for tag in tags:
+            if tag.name == name and tag.closed:
+                return tag.end
+    doctype = _DOCTYPE.match(text)
+    return doctype.end() if doctype else 0
+
+
+_DOCTYPE = re.compile(r"\A\ufeff?\s*<!doctype[^>]*>", re.IGNORECASE)
 
 
 def _on_server(url: str) -> bool:

@@ -10,17 +10,21 @@ CSP does not govern navigations or WebRTC: `CONNECTION_ALLOWLIST` does, in the b
 that honour it (Chromium 152 and later): a replayed page may then connect to, and
 navigate to, this server only.
 
-Responses carry no CORS header, so a page of another origin cannot read them: only
-the origins ``serve --cors`` names get one, and fonts loaded by a replayed page (whose
-opaque origin sends ``Origin: null``, see `_from_replay`).  An archived script's own
-``fetch`` of an archived URL is therefore refused unless ``--cors null`` is given.
+Responses carry no CORS header for a page of another origin, so it cannot read them:
+only the origins ``serve --cors`` names get one, and the replayed pages themselves, so
+an archived script's ``fetch`` or ``XMLHttpRequest`` of an archived URL works.  Their
+opaque origin sends ``Origin: null``, as any sandboxed page's does; what sets them apart
+is `REPLAY_HEADER`, holding a secret of this server process that `TOKEN_SCRIPT` (the
+first thing of every rewritten page) adds to the page's requests to this server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import mimetypes
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, replace
 from email.utils import formatdate
 
 import jinja2
@@ -31,7 +35,7 @@ from archiver.errors import ArchiveError
 
 from ..warc.reader import StoredResponse
 from .library import Found, Library, seconds
-from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, link_url
+from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, REPLAY_TOKEN, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
 from .target import Target, parse_target
 from .views import missing_response
@@ -72,13 +76,47 @@ def replay_headers(request: web.Request, timestamp: str) -> dict[str, str]:
     return headers
 
 
-def _from_replay(request: web.Request, origin: str) -> bool:
-    """A font a replayed page loads: its opaque origin sends ``Origin: null``.
+REPLAY_HEADER = "X-Archiver-Replay"
+TOKEN_SCRIPT = (
+    "<script>(() => {{"
+    "const token = {token}, name = {name}, server = new URL(location.href).origin;"
+    "const ours = (url) => {{ try {{ return new URL(url, document.baseURI).origin === server; }}"
+    " catch (e) {{ return false; }} }};"
+    "const fetch0 = window.fetch;"
+    "window.fetch = function (input, init) {{ const request = new Request(input, init);"
+    " if (ours(request.url)) request.headers.set(name, token); return fetch0.call(this, request); }};"
+    "const xhr = XMLHttpRequest.prototype, open0 = xhr.open, send0 = xhr.send, mine = new WeakSet();"
+    "xhr.open = function (method, url, ...rest) {{ if (ours(url)) mine.add(this); else mine.delete(this);"
+    " return open0.call(this, method, url, ...rest); }};"
+    "xhr.send = function (...args) {{"
+    " if (mine.has(this)) this.setRequestHeader(name, token); return send0.apply(this, args); }};"
+    "}})();</script>"
+)
+"""Runs before the page's own scripts: its requests to this server carry the token."""
 
-    Any sandboxed page sends that too, but a font's bytes never reach a page's scripts;
-    a ``fetch`` (destination ``empty``) would hand them over, so it is not answered.
-    """
-    return origin == "null" and request.headers.get("Sec-Fetch-Dest") == "font"
+
+def _from_replay(request: web.Request, origin: str) -> bool:
+    """A request made by a page this server replays (or a font it loads, which its scripts cannot read)."""
+    if origin != "null":
+        return False
+    if request.headers.get("Sec-Fetch-Dest") == "font":
+        return True
+    return secrets.compare_digest(request.headers.get(REPLAY_HEADER, ""), request.app[REPLAY_TOKEN])
+
+
+async def replay_preflight(request: web.Request) -> web.Response:
+    """The CORS preflight of a replayed page's request carrying `REPLAY_HEADER`: it reveals nothing."""
+    asked = request.headers.get("Access-Control-Request-Headers", "").lower()
+    if request.headers.get("Origin") != "null" or REPLAY_HEADER.lower() not in asked:
+        return web.Response(status=204, headers={"Vary": "Origin"})
+    headers = {
+        "Access-Control-Allow-Origin": "null",
+        "Access-Control-Allow-Headers": REPLAY_HEADER,
+        "Access-Control-Allow-Methods": "GET, HEAD",
+        "Access-Control-Max-Age": "600",
+        "Vary": "Origin",
+    }
+    return web.Response(status=204, headers=headers)
 
 
 def _http_date(timestamp: str) -> str:
@@ -112,7 +150,12 @@ def _declared_charset(stored: StoredResponse) -> str | None:
 
 
 def build_body(
-    library: Library, found: Found, stored: StoredResponse, target: Target, env: jinja2.Environment
+    library: Library,
+    found: Found,
+    stored: StoredResponse,
+    target: Target,
+    env: jinja2.Environment,
+    token: str = "",
 ) -> Body:
     """The bytes to send and their Content-Type; blocking (decoding and rewriting).
 
@@ -142,7 +185,9 @@ def build_body(
     if mime == "text/css":
         return Body(urls.rewrite_css(text).encode("utf-8"), "text/css; charset=utf-8")
     banner = "" if target.modifier == FRAME else _banner(library, found, stored, target, env)
-    return Body(rewrite_html(text, urls, banner).encode("utf-8"), f"{mime}; charset=utf-8", rewritten=True)
+    preamble = TOKEN_SCRIPT.format(token=json.dumps(token), name=json.dumps(REPLAY_HEADER)) if token else ""
+    page = rewrite_html(text, urls, banner, preamble)
+    return Body(page.encode("utf-8"), f"{mime}; charset=utf-8", rewritten=True)
 
 
 def _banner(
@@ -166,9 +211,16 @@ def _banner(
     )
 
 
-async def replay(request: web.Request) -> web.StreamResponse:
+MAX_INNER_REDIRECTS = 10
+
+
+def _is_navigation(request: web.Request) -> bool:
+    return request.headers.get("Sec-Fetch-Dest", "document") in ("document", "iframe", "frame", "")
+
+
+async def replay(request: web.Request, inner: Target | None = None, hops: int = 0) -> web.StreamResponse:
     library = request.app[LIBRARY]
-    target = parse_target(request, "/replay/")
+    target = inner or parse_target(request, "/replay/")
     found = await asyncio.to_thread(library.nearest, target.url, target.timestamp)
     if found is None:
         if target.modifier in ("", FRAME):
@@ -187,8 +239,14 @@ async def replay(request: web.Request) -> web.StreamResponse:
         location = stored.header("Location")
         resolved = UrlRewriter(stored.url, capture.timestamp).absolute(location) if location else None
         if resolved is not None and resolved != target.url:
-            raise web.HTTPFound(link_url(replay_path(target.timestamp, resolved, target.modifier)))
-    body = await asyncio.to_thread(build_body, library, found, stored, target, request.app[ENVIRONMENT])
+            if _is_navigation(request) or hops >= MAX_INNER_REDIRECTS:
+                raise web.HTTPFound(link_url(replay_path(target.timestamp, resolved, target.modifier)))
+            # an image or script of the page: followed here, as the page's opaque origin
+            # may not be sent through a redirect (Connection-Allowlist)
+            return await replay(request, replace(target, url=resolved), hops + 1)
+    body = await asyncio.to_thread(
+        build_body, library, found, stored, target, request.app[ENVIRONMENT], request.app[REPLAY_TOKEN]
+    )
     headers = replay_headers(request, capture.timestamp)
     for name, value in stored.headers:
         if name.lower() in PASSED_HEADERS:
