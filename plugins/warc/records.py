@@ -128,6 +128,7 @@ def _sha1_label(digest: bytes) -> str:
     return "sha1:" + base64.b32encode(digest).decode("ascii")
 
 
+_EMPTY_DIGEST = payload_digest(b"")
 _NO_PAYLOAD_DIGEST = ("warcinfo", "revisit")
 """Record types warcio gives no payload digest of its own (a revisit's names the original)."""
 
@@ -232,11 +233,15 @@ class RecordMaker:
         warc_headers = {"WARC-Record-ID": record_id, **headers}
         # Digests given here are not computed again by warcio (it reads the block in 16 KB
         # steps and encodes each digest in pure Python): the same values, at a third the cost.
-        if record_type not in _NO_PAYLOAD_DIGEST and "WARC-Payload-Digest" not in warc_headers:
-            warc_headers["WARC-Payload-Digest"] = payload_digest(block)
         whole = hashlib.sha1(http or b"")
         whole.update(block)
-        warc_headers["WARC-Block-Digest"] = _sha1_label(whole.digest())
+        block_digest = _sha1_label(whole.digest())
+        if record_type not in _NO_PAYLOAD_DIGEST and "WARC-Payload-Digest" not in warc_headers:
+            if http is None:
+                warc_headers["WARC-Payload-Digest"] = block_digest  # the block is the payload
+            else:
+                warc_headers["WARC-Payload-Digest"] = payload_digest(block) if block else _EMPTY_DIGEST
+        warc_headers["WARC-Block-Digest"] = block_digest
         http_headers = None
         if http is not None:
             http_headers = _RawHttpHeaders("", [], http)

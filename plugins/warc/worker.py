@@ -125,7 +125,7 @@ class Session:
 
     def __init__(self) -> None:
         self.settings = WarcSettings()
-        self.maker = RecordMaker(True, 6)
+        self.maker = RecordMaker(self.settings.gzip, self.settings.gzip_level)
         self.dedup: DedupTable | None = None
         self.rotator: Rotator | None = None
         self.folder: Path | None = None

@@ -170,8 +170,9 @@ class WarcWriter:
         if process is None or self._slots is None:
             raise ArchiveError("WARC writer used before crawl_started")
         async with self._slots:
-            answer = process.send_page(page, links)
-            records, size, revisit = await _to_the_end(process.settle(answer))
+            # Once sent, a page is written even if this task is cancelled (its answer is then
+            # dropped); a later ``close`` is still handled after it: the pipe keeps the order.
+            records, size, revisit = await process.settle(process.send_page(page, links))
         crawl.stats["warc.records"] += records
         crawl.stats["warc.bytes"] += size
         if revisit:
@@ -191,11 +192,7 @@ class WarcWriter:
 
 
 async def _to_the_end(work: Any) -> Any:
-    """Await `work` to its end even when the caller is cancelled.
-
-    A page already handed to the worker is written whatever happens here; letting a
-    cancelled caller go first would let `crawl_finished` close the file under it.
-    """
+    """Await `work` to its end even when the caller is cancelled: the files must be closed."""
     task = asyncio.ensure_future(work)
     try:
         return await asyncio.shield(task)
