@@ -32,8 +32,9 @@ class WarcSettings:
     """Write a metadata record with each page's outlinks."""
     cdxj: bool = True
     """Write NAME.cdxj beside each WARC file when it is closed."""
-    queue_size: int = 16
-    """Pages being compressed or waiting to be written at once; more waits."""
+    queue_size: int = 64
+    """Pages handed to the writer process and not yet written; more waits (bounded memory).
+    Room for the crawl to run ahead while the writer gets less CPU for a moment."""
     fsync: bool = False
     """fsync after every page: survives power loss, costs a disk flush per page."""
 

@@ -10,8 +10,10 @@ Both ways a frame is a 4-byte big-endian length and a pickle.  The crawl sends
 ``(kind, seq, *args)``: ``start`` (the folder and settings), ``page`` (one exchange) and
 ``close``; each is answered ``("ok", seq, result, logs)`` or ``("error", seq, message,
 logs)``, in order.  A page is answered only once its records were written (and fsynced
-when asked), so the crawl never marks a URL done before it is on disk.  Frames that
-arrive together are answered with one write.
+when asked), so the crawl never marks a URL done before it is on disk, and as soon as they
+are: answering the frames read together in one write saved a system call a page but held
+the whole group's pages until the last was written, which stalled the crawl whenever this
+process got less CPU than it (a busy machine).
 
 The crawl decides when the files close: Ctrl-C and SIGTERM, which reach the whole process
 group, are ignored here.  End of input without ``close`` (the crawl died) and the crawl's
@@ -225,19 +227,18 @@ def serve(session: Session, collected: _Collected, source: int = 0, sink: int = 
         if not chunk:
             return
         buffer += chunk
-        answers = []
         for message in split_frames(buffer):
             seq = message[1]
             try:
                 result = session.handle(message)
             except ArchiveError as exc:
-                answers.append(frame(("error", seq, str(exc), collected.take())))
+                answer = frame(("error", seq, str(exc), collected.take()))
             except Exception as exc:  # a bug must fail the page, not hang the crawl
                 traceback.print_exc()
-                answers.append(frame(("error", seq, f"WARC writer: {exc!r}", collected.take())))
+                answer = frame(("error", seq, f"WARC writer: {exc!r}", collected.take()))
             else:
-                answers.append(frame(("ok", seq, result, collected.take())))
-        _write_all(sink, b"".join(answers))
+                answer = frame(("ok", seq, result, collected.take()))
+            _write_all(sink, answer)
 
 
 def _write_all(fd: int, data: bytes) -> None:
