@@ -1,9 +1,10 @@
 """Run one command in a fresh child and measure what it cost: wall, CPU, peak memory.
 
 CPU comes from the kernel's rusage of the child (wait4), which includes every descendant it
-waited for (archiver's index process, for one). Memory is given two ways: `maxrss` is the largest
-single process, `peak_tree_rss` the largest sum of RSS over the whole process tree, sampled from
-/proc every 50 ms (what the machine had to hold).
+waited for (archiver's index and WARC writer processes). Memory is given three ways: `maxrss` is
+the largest single process, `peak_tree_rss` the largest sum of RSS over the whole process tree,
+sampled from /proc every 50 ms (what the machine had to hold), and `process_peaks` the largest
+RSS of each process of the tree, by name (`archiver crawl`, `archiver_plugins.warc.worker`, ...).
 
 Linux keeps a process's RSS high-water mark across exec, so the rusage of a child forked from
 this (big) Python process would report our own RSS; the command is therefore started through
@@ -19,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -34,6 +35,8 @@ class Measured:
     maxrss_kb: int
     peak_tree_rss_kb: int
     timed_out: bool
+    process_peaks_kb: dict[str, int] = field(default_factory=dict)
+    """Largest RSS seen of each process of the tree, by `process_name` (sampled)."""
 
     @property
     def cpu_seconds(self) -> float:
@@ -56,11 +59,30 @@ def process_tree(pid: int) -> list[int]:
 
 
 def tree_rss_kb(pid: int) -> int:
-    total = 0
+    return sum(tree_rss_by_pid_kb(pid).values())
+
+
+def tree_rss_by_pid_kb(pid: int) -> dict[int, int]:
+    found = {}
     for p in process_tree(pid):
         with contextlib.suppress(OSError, IndexError, ValueError):
-            total += int(Path(f"/proc/{p}/statm").read_text().split()[1])
-    return total * PAGE_SIZE // 1024
+            found[p] = int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE_SIZE // 1024
+    return found
+
+
+def process_name(pid: int) -> str:
+    """`archiver crawl` for ``python -m archiver crawl ...``, the module for another ``-m``,
+    else the program's base name (GNU time, wget, ...)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    words = [a.decode(errors="replace") for a in args if a]
+    if "-m" in words[:-1]:
+        module = words[words.index("-m") + 1]
+        rest = words[words.index("-m") + 2 :]
+        return f"archiver {rest[0]}" if module == "archiver" and rest else module
+    return Path(words[0]).name if words else "?"
 
 
 class _Watcher(threading.Thread):
@@ -71,13 +93,20 @@ class _Watcher(threading.Thread):
         self.pid = pid
         self.timeout = timeout
         self.peak_kb = 0
+        self.peaks: dict[int, int] = {}
+        self.names: dict[int, str] = {}
         self.timed_out = False
         self.done = threading.Event()
 
     def run(self) -> None:
         started = time.monotonic()
         while not self.done.wait(0.05):
-            self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
+            sizes = tree_rss_by_pid_kb(self.pid)
+            self.peak_kb = max(self.peak_kb, sum(sizes.values()))
+            for pid, size in sizes.items():
+                if pid not in self.names:
+                    self.names[pid] = process_name(pid)
+                self.peaks[pid] = max(self.peaks.get(pid, 0), size)
             elapsed = time.monotonic() - started
             if elapsed > self.timeout and not self.timed_out:
                 self.timed_out = True
@@ -133,4 +162,16 @@ def run_measured(
         maxrss_kb=maxrss,
         peak_tree_rss_kb=max(watcher.peak_kb, maxrss),
         timed_out=watcher.timed_out,
+        process_peaks_kb=peaks_by_name(watcher.peaks, watcher.names),
     )
+
+
+def peaks_by_name(peaks: dict[int, int], names: dict[int, str]) -> dict[str, int]:
+    """The largest RSS of each kind of process (several index workers count as one name)."""
+    found: dict[str, int] = {}
+    for pid, size in peaks.items():
+        name = names.get(pid, "?")
+        if name == "time":
+            continue  # GNU time, the measuring wrapper
+        found[name] = max(found.get(name, 0), size)
+    return dict(sorted(found.items(), key=lambda item: -item[1]))

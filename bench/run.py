@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,46 @@ def compare_sets(a: dict[str, int | None], b: dict[str, int | None], origin: str
     }
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One archiver run beside the plain one: another revision's code, or a number of index
+    processes (written to ``[plugins.index] processes`` in a config file given with ``-c``)."""
+
+    revision: str = ""
+    source: Path | None = None
+    index_processes: int | None = None
+
+    @property
+    def suffix(self) -> str:
+        parts = []
+        if self.revision:
+            parts.append(f"@{self.revision}")
+        if self.index_processes is not None:
+            plural = "es" if self.index_processes != 1 else ""
+            parts.append(f"{self.index_processes} index process{plural}")
+        return ", ".join(parts)
+
+    @property
+    def folder(self) -> str:
+        name = re.sub(r"[^A-Za-z0-9]+", "-", self.revision)
+        return (f"-at-{name}" if name else "") + (
+            f"-p{self.index_processes}" if self.index_processes is not None else ""
+        )
+
+
+PLAIN = Variant()
+
+
+def index_processes_supported(count: int) -> bool:
+    """Whether this build's index plugin knows ``[plugins.index] processes``."""
+    probe = (
+        "import sys; from archiver_plugins.index import parse_options; "
+        "parse_options({'processes': int(sys.argv[1])})"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(count)], capture_output=True, text=True)
+    return done.returncode == 0
+
+
 def run_tool(
     tool: tools.Tool,
     root: str,
@@ -158,16 +199,22 @@ def run_tool(
     nginx: server.Server,
     frontier: str,
     loop: str = "auto",
+    variant: Variant = PLAIN,
 ) -> dict[str, Any]:
-    out = workdir / tool.name
+    out = workdir / (tool.name + variant.folder)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     if tool.family == "archiver":
         command = tools.archiver_command(tool, root, out, concurrency, frontier)
+        if variant.index_processes is not None:
+            config = out / "index-processes.toml"
+            config.write_text(f"[plugins.index]\nprocesses = {variant.index_processes}\n")
+            command += ["-c", str(config)]
     else:
         command = tools.command(tool, root, out, concurrency, urls_file)
-    env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
+    path = [str(variant.source)] if variant.source is not None else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(BENCH.parent)])}
     if loop != "auto":
         env["ARCHIVER_LOOP"] = loop
     log(f"{tool.name}: {' '.join(command)}")
@@ -194,7 +241,7 @@ def run_tool(
         and "not available" in stderr
     ):
         log(f"{tool.name}: sqlite frontier not available in this build, using memory")
-        return run_tool(tool, root, workdir, concurrency, urls_file, timeout, nginx, "memory", loop)
+        return run_tool(tool, root, workdir, concurrency, urls_file, timeout, nginx, "memory", loop, variant)
     result: dict[str, Any] = {}
     if tool.family in ("archiver", "floor") and stdout.strip():
         try:
@@ -204,10 +251,15 @@ def run_tool(
     urls, requests = tools.fetched_urls(tool, out, result)
     ok = measured.returncode in OK_CODES.get(tool.family, {0}) and not measured.timed_out
     row = row_for(tool, measured, urls, requests, result)
+    row["variant"] = variant.revision
+    row["index_processes"] = variant.index_processes
+    if variant.suffix:
+        row["label"] = f"{tool.label}, {variant.suffix}"
     if tool.family == "archiver" and result.get("wall_seconds") is not None:
         # The crawl's own end (last page recorded); the rest of the process's wall time is start-up
         # and plugins finishing (the index catching up with the pages the crawl handed it).
         row["crawl_seconds"] = round(float(result["wall_seconds"]), 2)
+        row["catch_up_seconds"] = round(row["wall_seconds"] - row["crawl_seconds"], 2)
     row.update(
         command=command,
         ok=ok,
@@ -221,7 +273,7 @@ def run_tool(
         _urls=urls,
     )
     log(
-        f"{tool.name}: {row['pages']} pages in {row['wall_seconds']:.1f} s "
+        f"{tool.name}{variant.folder}: {row['pages']} pages in {row['wall_seconds']:.1f} s "
         f"({row['pages_per_second']:.0f}/s), exit {measured.returncode}"
     )
     return row
@@ -264,6 +316,7 @@ def row_for(
         "cpu_percent": round(100 * measured.cpu_seconds / wall) if wall else None,
         "peak_rss_mb": round(measured.peak_tree_rss_kb / 1024, 1),
         "max_process_rss_mb": round(measured.maxrss_kb / 1024, 1),
+        "process_peak_rss_mb": {name: round(kb / 1024, 1) for name, kb in measured.process_peaks_kb.items()},
         "returncode": measured.returncode,
         "timed_out": measured.timed_out,
     }
@@ -289,7 +342,7 @@ def machine() -> dict[str, Any]:
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    reference = next((r for r in rows if r["tool"] == REFERENCE and r["ok"]), None)
+    reference = next((r for r in rows if r["tool"] == REFERENCE and r["ok"] and not r.get("variant")), None)
     lines = [
         "| crawler | pages | wall s | crawl s | pages/s | CPU s / 1k pages | peak RSS MB "
         "| speed vs archiver | URL set vs expected |",
@@ -328,6 +381,74 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"{row['peak_rss_mb']:.0f} | {ratio} | {urls} |"
         )
     return "\n".join(lines)
+
+
+STAGES = {
+    "archiver-links": "links only",
+    "archiver-warc": "links + WARC",
+    "archiver": "links + WARC + index (default)",
+    "wget-warc": "wget --mirror --warc-file",
+}
+
+
+def short_name(process: str) -> str:
+    return process.removeprefix("archiver_plugins.").removesuffix(".worker").removesuffix(".writer")
+
+
+def stages_table(rows: list[dict[str, Any]]) -> str:
+    """Each stage of the pipeline against `wget --mirror --warc-file` of the same run: wall,
+    CPU per page, the index's catch-up after the crawl and the peak RSS of every process."""
+    wget = next((r for r in rows if r["tool"] == "wget-warc" and r["ok"]), None)
+    lines = [
+        "| stage | wall s | vs wget --mirror --warc-file | CPU ms / page | index catch-up s "
+        "| peak RSS MB by process |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        if row["tool"] not in STAGES:
+            continue
+        stage = STAGES[row["tool"]] + (f", {row_suffix(row)}" if row_suffix(row) else "")
+        ratio = f"{row['wall_seconds'] / wget['wall_seconds']:.2f}x" if wget and row["ok"] else "-"
+        cpu = row["cpu_seconds_per_1000_pages"]
+        catch_up = row.get("catch_up_seconds") if row["tool"] == "archiver" else None
+        peaks = ", ".join(f"{short_name(n)} {mb:.0f}" for n, mb in row.get("process_peak_rss_mb", {}).items())
+        lines.append(
+            f"| {stage} | {row['wall_seconds']:.1f} | {ratio} | {cpu if cpu is not None else '-'} | "
+            f"{catch_up if catch_up is not None else '-'} | {peaks or '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def row_suffix(row: dict[str, Any]) -> str:
+    parts = []
+    if row.get("variant"):
+        parts.append(f"@{row['variant']}")
+    if row.get("index_processes") is not None:
+        parts.append(f"{row['index_processes']} index proc.")
+    return ", ".join(parts)
+
+
+def catch_up_text(rows: list[dict[str, Any]], supported: bool | None, wanted: list[int]) -> str:
+    """The index's catch-up after the crawl with 1 and N processes, or why it is not known."""
+    if supported is None:
+        return ""
+    plain = [r for r in rows if r["tool"] == "archiver" and r["ok"] and not r.get("variant")]
+    if not supported:
+        default = f"{plain[0]['catch_up_seconds']:.1f} s with the plugin's default" if plain else "not run"
+        return (
+            f"index catch-up with {' and '.join(map(str, wanted))} processes: n/a (this build's index "
+            f"plugin has no [plugins.index] processes setting); {default}"
+        )
+    measured = [(r["index_processes"], r["catch_up_seconds"]) for r in plain if r.get("index_processes")]
+    if not measured:
+        return "index catch-up: not measured"
+    first = measured[0][1]
+    parts = [
+        f"{n} process{'es' if n != 1 else ''} {s:.1f} s"
+        + (f" ({s / first:.2f}x)" if first and s != first else "")
+        for n, s in measured
+    ]
+    return "index catch-up after the crawl (process wall - crawl wall): " + ", ".join(parts)
 
 
 def limits_text(data: dict[str, Any]) -> str:
@@ -371,6 +492,17 @@ def main(argv: list[str] | None = None) -> int:
         help="event loop for archiver (ARCHIVER_LOOP; auto = uvloop when installed)",
     )
     parser.add_argument("--output", type=Path, help="results JSON (default bench/results/latest*.json)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="also run archiver's stages with the code of git revision REV, each before the current one",
+    )
+    parser.add_argument(
+        "--index-processes",
+        default=f"1,{os.cpu_count() or 1}",
+        help="the default pipeline once per count of index processes ([plugins.index] processes; "
+        "default 1 and the machine's cores); '' for the plugin's default only",
+    )
     args = parser.parse_args(argv)
 
     pages = args.pages or (2_000 if args.quick or args.slow else 10_000)
@@ -412,25 +544,40 @@ def main(argv: list[str] | None = None) -> int:
             data["per_page_costs"] = {k: round(v, 1) for k, v in costs.measure(nginx.docroot, origin).items()}
             urls_file = workdir / "urls.json"
             urls_file.write_text(json.dumps([origin + u for u in expected["urls"]]))
+            against = None
+            if args.against:
+                from .bench_crawl import source_of
+
+                against = Variant(args.against, source_of(args.against, workdir / "against"))
+            counts = sorted({int(n) for n in args.index_processes.split(",") if n.strip()})
+            supported = index_processes_supported(counts[0]) if counts and "archiver" in chosen else None
+            data["index_processes"] = {"wanted": counts, "supported": supported}
             rows = []
             for name in chosen:
                 tool = tools.TOOLS[name]
                 data["versions"].setdefault(tool.family, tools.version(tool))
-                row = run_tool(
-                    tool,
-                    root,
-                    workdir,
-                    args.concurrency,
-                    urls_file,
-                    args.timeout,
-                    nginx,
-                    "sqlite",
-                    args.loop,
-                )
-                if tool.family != "floor":
-                    row["check"] = compare(row["_urls"], expected, origin)
-                rows.append(row)
-            by_name = {r["tool"]: r for r in rows}
+                variants = [PLAIN]
+                if name == "archiver" and supported:
+                    variants = [Variant(index_processes=n) for n in counts]
+                if tool.family == "archiver" and against is not None:
+                    variants.insert(0, against)
+                for variant in variants:
+                    row = run_tool(
+                        tool,
+                        root,
+                        workdir,
+                        args.concurrency,
+                        urls_file,
+                        args.timeout,
+                        nginx,
+                        "sqlite",
+                        args.loop,
+                        variant,
+                    )
+                    if tool.family != "floor":
+                        row["check"] = compare(row["_urls"], expected, origin)
+                    rows.append(row)
+            by_name = {r["tool"]: r for r in rows if not r.get("variant")}
             checks = {}
             for name in ("archiver", "archiver-warc", "archiver-links"):
                 if name in by_name and "wget" in by_name:
@@ -462,6 +609,11 @@ def main(argv: list[str] | None = None) -> int:
         f"archiver on {data['event_loop']}\n"
     )
     print(markdown_table(data["rows"]))
+    print("\nPer stage, against wget --mirror --warc-file of this run:\n")
+    print(stages_table(data["rows"]))
+    catch_up = catch_up_text(data["rows"], supported, counts)
+    if catch_up:
+        print(catch_up)
     print()
     print(limits_text(data))
     for name, check in data["url_set_checks"].items():

@@ -146,8 +146,9 @@ CHILD = textwrap.dedent(
         archive = Path(sys.argv[1])
         crawl = Crawl(config=Config(), archive=archive, roots=())
         writer = WarcWriter(WarcSettings(cdxj=False))
-        await writer.crawl_started(crawl=crawl)
+        # before the writer process starts: it inherits the limit
         resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+        await writer.crawl_started(crawl=crawl)
         written = 0
         try:
             for i in range(100):

@@ -9,6 +9,8 @@ import hashlib
 import logging
 import os
 import re
+import signal
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +23,7 @@ from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import Config
-from archiver.errors import ConfigError
+from archiver.errors import ArchiveError, ConfigError
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl, Link, LinkKind, Page
 
@@ -407,3 +409,99 @@ def test_request_line_names_the_version_sent_not_the_servers_answer() -> None:
 
     page = Page(url="http://example.org/a?b=1", status=200, http_version="HTTP/1.0")
     assert request_line(page) == "GET /a?b=1 HTTP/1.1"
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _writer_processes() -> set[int]:
+    return {pid for pid in _children(os.getpid()) if b"archiver_plugins.warc.worker" in _cmdline(pid)}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+async def test_records_are_written_by_a_process_of_its_own(tmp_path: Path) -> None:
+    crawl = make_crawl(tmp_path)
+    writer = WarcWriter(WarcSettings())
+    before = _writer_processes()  # an earlier test's unfinished writer may still be there
+    await writer.crawl_started(crawl=crawl)
+    (worker,) = _writer_processes() - before
+    await writer.page_fetched(page=page(), links=[], crawl=crawl)
+    await writer.crawl_finished(crawl=crawl)
+    assert worker not in _writer_processes() and not _cmdline(worker)  # waited for: no zombie
+    assert crawl.stats["warc.records"] == 3 and crawl.stats["warc.files"] == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+async def test_a_dead_writer_process_fails_the_page_instead_of_hanging(tmp_path: Path) -> None:
+    crawl = make_crawl(tmp_path)
+    writer = WarcWriter(WarcSettings())
+    before = _writer_processes()
+    await writer.crawl_started(crawl=crawl)
+    await writer.page_fetched(page=page("kept"), links=[], crawl=crawl)
+    (worker,) = _writer_processes() - before
+    os.kill(worker, signal.SIGKILL)
+    with pytest.raises(ArchiveError, match="WARC writer process exited"):
+        await asyncio.wait_for(writer.page_fetched(page=page("lost"), links=[], crawl=crawl), 30)
+    with pytest.raises(ArchiveError, match="WARC writer process exited"):
+        await asyncio.wait_for(writer.crawl_finished(crawl=crawl), 30)
+    # what it had answered for is on disk, and the next run closes the file it left open
+    await write(tmp_path, [page("next", body=b"next")])
+    urls = [c.url for c in open_archive(tmp_path).iter_captures()]
+    assert ROOT + "kept" in urls and ROOT + "next" in urls and ROOT + "lost" not in urls
+
+
+KILLED_CRAWL = """
+import asyncio, sys
+from pathlib import Path
+from archiver.config import Config
+from archiver.model import Crawl
+from archiver_plugins.warc import WarcWriter
+from archiver_plugins.warc.settings import WarcSettings
+
+async def main():
+    crawl = Crawl(config=Config(), archive=Path(sys.argv[1]), roots=())
+    await WarcWriter(WarcSettings()).crawl_started(crawl=crawl)
+    print("started", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+async def test_the_writer_process_dies_with_a_killed_crawl(tmp_path: Path) -> None:
+    crawl = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", KILLED_CRAWL, str(tmp_path), stdout=asyncio.subprocess.PIPE
+    )
+    assert crawl.stdout is not None
+    assert await asyncio.wait_for(crawl.stdout.readline(), 30) == b"started\n"
+    (worker,) = {p for p in _children(crawl.pid) if b"archiver_plugins.warc.worker" in _cmdline(p)}
+    crawl.kill()
+    await crawl.wait()
+    for _ in range(200):
+        if not _cmdline(worker):  # gone (or a zombie reaped by init)
+            break
+        await asyncio.sleep(0.05)
+    assert not _cmdline(worker)
+
+
+def test_frames_are_split_only_when_whole() -> None:
+    from archiver_plugins.warc.worker import frame, split_frames
+
+    data = frame(("ok", 1, (3, 100, False), [])) + frame(("ok", 2, None, [(30, "x", "note")]))
+    buffer = bytearray(data[:-3])
+    assert split_frames(buffer) == [("ok", 1, (3, 100, False), [])]
+    buffer += data[-3:]
+    assert split_frames(buffer) == [("ok", 2, None, [(30, "x", "note")])]
+    assert buffer == bytearray()

@@ -1,6 +1,6 @@
 """Turn one `Page` into WARC records (request, response or revisit, metadata), serialized.
 
-Pure functions, run in a worker thread: building a record computes digests and the
+Pure functions, run in the writer process (worker.py): building a record computes digests and the
 gzip member, which is the real cost of archiving.  warcio does the serialization; we
 hand it the HTTP header block as bytes so it is stored as received (warcio would
 otherwise re-encode non-ASCII header values).
@@ -40,7 +40,7 @@ from warcio.timeutils import datetime_to_iso_date, iso_date_to_timestamp
 from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
-from archiver.model import Link, Page
+from archiver.model import Page
 
 from .cdxj import clean_mime
 
@@ -121,7 +121,24 @@ class _RawHttpHeaders(StatusAndHeaders):  # type: ignore[misc]
 
 def payload_digest(body: bytes) -> str:
     """``sha1:BASE32``, the digest form warcio, pywb and CDXJ use."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+    return _sha1_label(hashlib.sha1(body).digest())
+
+
+def _sha1_label(digest: bytes) -> str:
+    return "sha1:" + base64.b32encode(digest).decode("ascii")
+
+
+_EMPTY_DIGEST = payload_digest(b"")
+_NO_PAYLOAD_DIGEST = ("warcinfo", "revisit")
+"""Record types warcio gives no payload digest of its own (a revisit's names the original)."""
+
+
+def warc_fields(fields: Sequence[tuple[str, str]], uri: str) -> bytes:
+    """``name: value`` lines (application/warc-fields); a line break in a value becomes a space."""
+    text = "".join([f"{name}: {value}\r\n" for name, value in fields])
+    if text.count("\n") != len(fields) or text.count("\r") != len(fields):
+        text = "".join([f"{name}: {_clean(value, name, uri)}\r\n" for name, value in fields])
+    return text.encode("utf-8", "surrogateescape")
 
 
 def warc_date(moment: datetime) -> str:
@@ -183,7 +200,7 @@ def request_line(page: Page) -> str:
 
 
 class RecordMaker:
-    """Builds serialized records; one per writer, used from worker threads."""
+    """Builds serialized records; one per writer process, used from one thread."""
 
     def __init__(self, gzip: bool, gzip_level: int) -> None:
         self.gzip = gzip
@@ -194,8 +211,8 @@ class RecordMaker:
 
     def _serialize(self, record: Any) -> bytes:
         buffer = io.BytesIO()
-        writer = WARCWriter(buffer, gzip=False, warc_version=WARC_VERSION)
-        writer.write_record(record)
+        self._builder.out = buffer  # one writer for all records: building one asks the OS its host name
+        self._builder.write_record(record)
         data = buffer.getvalue()
         if not self.gzip:
             return data
@@ -214,6 +231,17 @@ class RecordMaker:
     ) -> tuple[Any, str]:
         record_id = self._builder._make_warc_id()
         warc_headers = {"WARC-Record-ID": record_id, **headers}
+        # Digests given here are not computed again by warcio (it reads the block in 16 KB
+        # steps and encodes each digest in pure Python): the same values, at a third the cost.
+        whole = hashlib.sha1(http or b"")
+        whole.update(block)
+        block_digest = _sha1_label(whole.digest())
+        if record_type not in _NO_PAYLOAD_DIGEST and "WARC-Payload-Digest" not in warc_headers:
+            if http is None:
+                warc_headers["WARC-Payload-Digest"] = block_digest  # the block is the payload
+            else:
+                warc_headers["WARC-Payload-Digest"] = payload_digest(block) if block else _EMPTY_DIGEST
+        warc_headers["WARC-Block-Digest"] = block_digest
         http_headers = None
         if http is not None:
             http_headers = _RawHttpHeaders("", [], http)
@@ -244,13 +272,14 @@ class RecordMaker:
     def page(
         self,
         page: Page,
-        links: Sequence[Link],
+        outlinks: Sequence[tuple[str, str]],
         originals: Originals,
         *,
         dedup: bool,
         metadata: bool,
     ) -> PageRecords:
-        """request + response (or revisit) [+ metadata] for one HTTP exchange."""
+        """request + response (or revisit) [+ metadata] for one HTTP exchange; `outlinks` are
+        the page's links as (URL, kind) pairs."""
         uri = page.request_target or page.url
         date = warc_date(page.fetched_at)
         digest = payload_digest(page.body)
@@ -309,7 +338,7 @@ class RecordMaker:
             Serialized(self._serialize(request), "request", request_id),
         ]
         if metadata:
-            records.append(self._metadata(page, links, uri, date, response_id))
+            records.append(self._metadata(page, outlinks, uri, date, response_id))
         stored_in_full = original is None and bool(page.body) and not page.truncated
         return PageRecords(
             records=tuple(records),
@@ -341,7 +370,7 @@ class RecordMaker:
         return PageRecords(records=tuple(records), digest=None, original=None)
 
     def _metadata(
-        self, page: Page, links: Sequence[Link], uri: str, date: str, response_id: str
+        self, page: Page, outlinks: Sequence[tuple[str, str]], uri: str, date: str, response_id: str
     ) -> Serialized:
         """Outlinks and crawl facts, in the warc-fields form Heritrix writes."""
         fields: list[tuple[str, str]] = []
@@ -351,12 +380,8 @@ class RecordMaker:
         fields.append(("fetchTimeMs", str(round(page.elapsed * 1000))))
         if page.redirect_to:
             fields.append(("redirect", page.redirect_to))
-        for link in links:
-            fields.append(("outlink", f"{link.url} {link.kind}"))
-        body = b"".join(
-            f"{name}: {_clean(value, name, uri)}\r\n".encode("utf-8", "surrogateescape")
-            for name, value in fields
-        )
+        fields.extend([("outlink", f"{url} {kind}") for url, kind in outlinks])
+        body = warc_fields(fields, uri)
         record, record_id = self._record(
             uri,
             "metadata",

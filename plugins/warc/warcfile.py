@@ -34,13 +34,16 @@ log = logging.getLogger(__name__)
 OPEN_SUFFIX = ".open"
 
 
-def iipc_name(prefix: str, serial: int, gzip: bool, moment: datetime | None = None) -> str:
-    """``PREFIX-TIMESTAMP-SERIAL-HOST-PID.warc.gz`` (timestamp to the millisecond, UTC)."""
+def iipc_name(
+    prefix: str, serial: int, gzip: bool, moment: datetime | None = None, pid: int | None = None
+) -> str:
+    """``PREFIX-TIMESTAMP-SERIAL-HOST-PID.warc.gz`` (timestamp to the millisecond, UTC); PID is
+    the crawl's, which may not be the process writing the file."""
     moment = (moment or datetime.now(UTC)).astimezone(UTC)
     stamp = moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
     host = "".join(c if c.isalnum() or c in ".-" else "-" for c in socket.gethostname()) or "host"
     extension = ".warc.gz" if gzip else ".warc"
-    return f"{prefix}-{stamp}-{serial:05d}-{host}-{os.getpid()}{extension}"
+    return f"{prefix}-{stamp}-{serial:05d}-{host}-{pid or os.getpid()}{extension}"
 
 
 class WarcFile:
@@ -203,8 +206,10 @@ class Rotator:
         cdxj: bool = True,
         fsync: bool = False,
         on_close: Callable[[str], None] | None = None,
+        pid: int | None = None,
     ) -> None:
         self.folder = folder
+        self.pid = pid
         self.on_close = on_close
         self.prefix = prefix
         self.max_size = max_size
@@ -231,7 +236,7 @@ class Rotator:
 
     def _open(self) -> WarcFile:
         while True:
-            name = iipc_name(self.prefix, self.serial, self.gzip)
+            name = iipc_name(self.prefix, self.serial, self.gzip, pid=self.pid)
             self.serial += 1
             try:
                 warc = WarcFile(self.folder, name, cdxj=self.cdxj)
