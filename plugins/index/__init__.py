@@ -36,7 +36,9 @@ _KEYS: dict[str, tuple[type, float]] = {
     "max_chars": (int, 1000),
     "crawl_share": (float, 0.01),
     "wait": (bool, 0),
+    "processes": (int, 1),
 }
+MAX_PROCESSES = 256
 
 
 def parse_options(table: Mapping[str, Any]) -> Options:
@@ -61,6 +63,8 @@ def parse_options(table: Mapping[str, Any]) -> Options:
             raise ConfigError(f"plugins.index.{key}: must be at least {floor}, got {value!r}")
         elif key == "crawl_share" and value > 1:
             raise ConfigError(f"plugins.index.{key}: a share of one CPU, at most 1, got {value!r}")
+        elif key == "processes" and value > MAX_PROCESSES:
+            raise ConfigError(f"plugins.index.{key}: at most {MAX_PROCESSES}, got {value!r}")
         values[key] = float(value) if kind is float else value
     return Options(**values)
 
@@ -154,12 +158,16 @@ def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
 
 @hookimpl
 def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
-    """A merged archive's index is rebuilt from all its WARC files (the sources' indexes
-    each hold only one worker's pages)."""
+    """A merged archive's index is its sources' indexes joined segment by segment (no page
+    is analysed again); when a source has none, it is rebuilt from all the WARC files."""
+    from .merge import merge_indexes
+    from .parallel import default_processes
     from .reindex import archive_warcs, reindex
 
-    if archive_warcs(Path(archive)):
-        reindex(Path(archive))
+    if not archive_warcs(Path(archive)):
+        return
+    if merge_indexes(Path(archive), [Path(s) for s in sources]) is None:
+        reindex(Path(archive), processes=default_processes())
 
 
 @hookimpl

@@ -195,6 +195,11 @@ def search_command(
 )
 @click.option("--pending", is_flag=True, help="Only index the pages an interrupted crawl left waiting.")
 @click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    help="Worker processes that index in parallel (default: the machine's cores).",
+)
+@click.option(
     "--batch-size", default=2000, show_default=True, type=click.IntRange(1), help="Pages per commit."
 )
 @click.option(
@@ -209,6 +214,7 @@ def reindex_command(
     warc_files: bool,
     output: Path | None,
     pending: bool,
+    processes: int | None,
     batch_size: int,
     max_chars: int,
 ) -> None:
@@ -219,7 +225,10 @@ def reindex_command(
     archiver reindex --warc FILE... -o ARCHIVE   index WARC files made by other tools
     archiver reindex --pending ARCHIVE           catch up after an interrupted crawl
     """
+    from .parallel import default_processes
     from .reindex import ReindexStats, catch_up, reindex
+
+    workers = processes or default_processes()
 
     def progress(stats: ReindexStats) -> None:
         rate = stats.indexed / stats.seconds if stats.seconds else 0.0
@@ -233,7 +242,7 @@ def reindex_command(
         if output.exists() and not output.is_dir():
             raise UsageError(f"{output} is a file; give a folder for the archive")
         output.mkdir(parents=True, exist_ok=True)
-        stats = reindex(output, list(sources), batch_size, max_chars, progress)
+        stats = reindex(output, list(sources), batch_size, max_chars, progress, workers)
         archive = output
     else:
         if output is not None:
@@ -242,10 +251,10 @@ def reindex_command(
             raise UsageError("give one archive folder (or --warc FILE... -o ARCHIVE)")
         archive = _archive(sources[0])
         if pending:
-            waiting = catch_up(archive, batch_size, max_chars)
+            waiting = catch_up(archive, batch_size, max_chars, workers)
             click.echo(f"indexed {waiting:,} waiting pages of {archive}")
             return
-        stats = reindex(archive, None, batch_size, max_chars, progress)
+        stats = reindex(archive, None, batch_size, max_chars, progress, workers)
     skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
     click.echo(
         f"indexed {stats.indexed:,} pages from {stats.files} WARC files into {archive}"

@@ -150,8 +150,10 @@ def reindex(
     batch_size: int = 2000,
     max_chars: int = DEFAULT_MAX_CHARS,
     progress: Callable[[ReindexStats], None] | None = None,
+    processes: int = 1,
 ) -> ReindexStats:
-    """Build `archive`'s index from `warcs` (default: the archive's own WARC files)."""
+    """Build `archive`'s index from `warcs` (default: the archive's own WARC files), with
+    `processes` worker processes when more than one."""
     own = warcs is None
     paths = archive_warcs(archive) if warcs is None else list(warcs)
     if not paths:
@@ -171,7 +173,18 @@ def reindex(
         newest: dict[str, str] = {}
         shown = time.monotonic()
         try:
-            for capture in iter_captures(paths, stats):
+            if processes > 1:
+                batcher.indexed = _build_in_parallel(
+                    archive,
+                    ix,
+                    iter_captures(paths, stats),
+                    stats,
+                    batch_size,
+                    max_chars,
+                    processes,
+                    progress,
+                )
+            for capture in iter_captures(paths, stats) if processes == 1 else ():
                 seen = newest.get(capture.url)
                 if seen is not None and seen > capture.time:
                     continue
@@ -201,6 +214,89 @@ def reindex(
     return stats
 
 
+def _build_in_parallel(
+    archive: Path,
+    ix: Any,
+    captures: Iterator[Capture],
+    stats: ReindexStats,
+    batch_size: int,
+    max_chars: int,
+    processes: int,
+    progress: Callable[[ReindexStats], None] | None,
+) -> int:
+    """Pages read from the WARC files by a thread go through a spool of their own to
+    `processes` workers (see `parallel`); returns how many were indexed."""
+    import threading
+
+    from .parallel import Workers, drain
+
+    path = index_root(archive) / "reindex.sqlite"
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    round_size = batch_size * processes
+    read: list[BaseException] = []
+    done = threading.Event()
+    cancelled = threading.Event()
+
+    def produce() -> None:
+        spool = Spool(path)
+        newest: dict[str, str] = {}
+        batch: list[Capture] = []
+        try:
+            for capture in captures:
+                seen = newest.get(capture.url)
+                if seen is not None and seen > capture.time:
+                    continue  # an older capture found after a newer one
+                newest[capture.url] = capture.time
+                batch.append(capture)
+                if len(batch) >= 64:
+                    spool.add(batch)
+                    batch = []
+                    while spool.pending() > 2 * round_size and not cancelled.is_set():
+                        cancelled.wait(0.05)  # bounded: the workers are behind
+                    if cancelled.is_set():
+                        return
+            if batch:
+                spool.add(batch)
+        except BaseException as exc:
+            read.append(exc)
+        finally:
+            spool.close()
+            done.set()
+
+    reader = threading.Thread(target=produce, name="reindex-read", daemon=True)
+    spool = Spool(path)
+    workers = Workers(whoosh_dir_of(ix), path, processes, max_chars)
+    indexed, after = 0, 0
+    started = time.monotonic()
+    reader.start()
+    try:
+        while True:
+            finished = done.is_set()
+            count, after = drain(ix, spool, workers, round_size, after, lambda: not read)
+            indexed += count
+            if progress is not None and count:
+                stats.indexed, stats.seconds = indexed, time.monotonic() - started
+                progress(stats)
+            if finished or read:
+                break
+            done.wait(0.05)
+        if read:
+            raise read[0]
+    finally:
+        cancelled.set()
+        reader.join()
+        workers.close()
+        spool.close()
+        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+    return indexed
+
+
+def whoosh_dir_of(ix: Any) -> Path:
+    return Path(ix.storage.folder)
+
+
 def _swap(building: Path, target: Path) -> None:
     old = target.with_name(target.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -222,7 +318,9 @@ def _clear_spool(archive: Path) -> None:
             spool.close()
 
 
-def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX_CHARS) -> int:
+def catch_up(
+    archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX_CHARS, processes: int = 1
+) -> int:
     """Index the pages an interrupted crawl left in the spool; returns how many were waiting."""
     path = spool_path(archive)
     if not path.exists():
@@ -231,5 +329,5 @@ def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX
     waiting = spool.pending()
     spool.close()
     if waiting:
-        run(archive, batch_size, 1e9, max_chars, control=Control("drain"), lock_wait=0)
+        run(archive, batch_size, 1e9, max_chars, control=Control("drain"), lock_wait=0, processes=processes)
     return waiting

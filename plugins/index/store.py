@@ -29,6 +29,9 @@ from .schema import make_schema, site_terms
 INDEX_NAME = "MAIN"
 MARKER = "REINDEX-NEEDED"
 DEFAULT_MAX_CHARS = 200_000
+WRITER_MEMORY_MB = 32
+"""whoosh's posting pool per writer, by its own estimate (the heap it takes is about twice
+that); past it the postings are sorted into a run on disk."""
 
 
 class DamagedIndexError(ArchiveError):
@@ -103,6 +106,10 @@ def open_index(archive: Path) -> Any:
     except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
         raise DamagedIndexError(damaged_message(archive)) from exc
     return ix
+
+
+def open_index_dir(folder: Path) -> Any:
+    return whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
 
 
 def open_or_create(folder: Path) -> tuple[Any, str | None]:
