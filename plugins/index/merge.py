@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from whoosh import index as whoosh_index
 from whoosh.writing import NO_MERGE
 
 from archiver.errors import ArchiveError
 
 from .parallel import commit_segments
-from .store import DAMAGE_ERRORS, INDEX_NAME, WriterLock, open_index, whoosh_dir
+from .store import DAMAGE_ERRORS, WriterLock, create_index, open_index, whoosh_dir
 
 log = logging.getLogger("archiver.index")
 
@@ -56,7 +55,7 @@ def merge_indexes(archive: Path, sources: Sequence[Path]) -> int | None:
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
         try:
-            ix = whoosh_index.create_in(str(building), indexes[0].schema, indexname=INDEX_NAME)
+            ix = create_index(building, indexes[0].schema)
             segments = []
             for source in indexes:
                 for segment in source._segments():

@@ -124,7 +124,7 @@ def _work(folder: str, spool_file: str, max_chars: int, jobs: Any, results: Any,
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the writer decides when to stop
     spool = Spool(Path(spool_file))
-    ix = _WorkerStorage(folder).open_index(INDEX_NAME)
+    ix = _WorkerStorage(folder, supports_mmap=False).open_index(INDEX_NAME)
     try:
         while True:
             try:

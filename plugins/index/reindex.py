@@ -21,19 +21,17 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
-from whoosh import index as whoosh_index
 
 from archiver.errors import ArchiveError, UsageError
 
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
-from .schema import make_schema
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
-    INDEX_NAME,
     MARKER,
     Capture,
     WriterLock,
+    create_index,
     index_root,
     spool_path,
     whoosh_dir,
@@ -168,7 +166,7 @@ def reindex(
         building = target.with_name(target.name + ".new")
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
-        ix = whoosh_index.create_in(str(building), make_schema(), indexname=INDEX_NAME)
+        ix = create_index(building)
         batcher = Batcher(ix, batch_size, batch_seconds=1e9, max_chars=max_chars)
         newest: dict[str, str] = {}
         shown = time.monotonic()
