@@ -323,12 +323,15 @@ def write_warcs(archive: Path, items: list[tuple[str, bytes]], name: str = "benc
             writer.write_record(record)
 
 
-def top10(archive: Path) -> dict[str, list[tuple[float, str]]]:
-    """Top 10 of each query; hits of equal score sorted by URL (their order is the segments')."""
+def top10(archive: Path) -> dict[str, tuple[list[float], list[str]]]:
+    """Each query's top 10: its scores, and the URLs scored above the tenth (the order of
+    equal scores, and so which of them make the cut, follows the documents' segments)."""
     found = {}
     for text in queries():
         hits = search(archive, text, limit=10, with_snippets=False).hits
-        found[text] = sorted((round(hit.score, 5), hit.url) for hit in hits)
+        scores = [round(hit.score, 5) for hit in hits]
+        cut = scores[-1] if len(scores) == 10 else -1.0
+        found[text] = (scores, sorted(hit.url for hit in hits if round(hit.score, 5) > cut))
     return found
 
 

@@ -267,14 +267,17 @@ async def test_sigkill_during_the_parallel_catch_up_then_resume(site: Site, tmp_
     def catching_up() -> bool:
         nonlocal peak
         waiting = pending_in(spool)
-        fetched = site.hits.total() >= 240
-        if not fetched:
-            peak = max(peak, waiting)
-        return fetched and 0 < waiting < peak  # a round of the workers is committed, more wait
+        peak = max(peak, waiting)
+        workers_busy = any((archive / "index" / "whoosh").glob("MAIN.*.tmp"))
+        # every page fetched, a round of the workers committed, another one being written
+        return site.hits.total() >= 240 and 0 < waiting < peak and workers_busy
 
     proc = await start_group(args)
     assert (failed := await kill_group_when(proc, catching_up, 120)) is None, failed
-    proc = await start_crawl(args)
+    proc = await start_crawl(args)  # a crawl whose pages were all fetched has nothing left to do
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    proc = await start_group(["reindex", "--pending", str(archive), "--processes", "2"], dict(os.environ))
     _, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()
 

@@ -181,6 +181,22 @@ def commit_segments(ix: Any, segments: list[Any], replaced: Sequence[str]) -> No
         raise
 
 
+def index_round(ix: Any, spool: Spool, workers: Workers, round_size: int, after: int) -> tuple[int, int]:
+    """Index and commit the next `round_size` spooled rows after `after`, then delete them
+    from the spool; returns (pages indexed, last row), (0, after) when none were waiting."""
+    rows = spool.urls(after=after, limit=round_size)
+    if not rows:
+        return 0, after
+    newest: dict[str, int] = {}
+    for row_id, url in rows:
+        newest[url] = row_id  # a URL spooled twice: its later row replaces the earlier
+    segments, done, _ = workers.index(sorted(newest.values()))
+    commit_segments(ix, segments, list(newest))
+    after = rows[-1][0]
+    spool.delete_upto(after)
+    return done, after
+
+
 def drain(
     ix: Any,
     spool: Spool,
@@ -192,16 +208,8 @@ def drain(
     """Index every spooled row after `after`, round by round; returns (indexed, last row)."""
     indexed = 0
     while keep_going():
-        rows = spool.urls(after=after, limit=round_size)
-        if not rows:
+        done, last = index_round(ix, spool, workers, round_size, after)
+        if last == after:
             break
-        newest: dict[str, int] = {}
-        for row_id, url in rows:
-            newest[url] = row_id  # a URL spooled twice: its later row replaces the earlier
-        wanted = sorted(newest.values())
-        segments, done, _ = workers.index(wanted)
-        commit_segments(ix, segments, list(newest))
-        after = rows[-1][0]
-        spool.delete_upto(after)
-        indexed += done
+        indexed, after = indexed + done, last
     return indexed, after

@@ -226,7 +226,7 @@ def _build_in_parallel(
     `processes` workers (see `parallel`); returns how many were indexed."""
     import threading
 
-    from .parallel import Workers, drain
+    from .parallel import Workers, index_round
 
     path = index_root(archive) / "reindex.sqlite"
     for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -271,14 +271,18 @@ def _build_in_parallel(
     try:
         while True:
             finished = done.is_set()
-            count, after = drain(ix, spool, workers, round_size, after, lambda: not read)
-            indexed += count
-            if progress is not None and count:
+            if read:
+                break
+            if not finished and spool.pending() < round_size:
+                done.wait(0.05)  # a whole round for the workers, while the thread reads on
+                continue
+            count, last = index_round(ix, spool, workers, round_size, after)
+            if last == after and finished:
+                break
+            indexed, after = indexed + count, last
+            if progress is not None:
                 stats.indexed, stats.seconds = indexed, time.monotonic() - started
                 progress(stats)
-            if finished or read:
-                break
-            done.wait(0.05)
         if read:
             raise read[0]
     finally:
