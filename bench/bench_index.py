@@ -3,6 +3,16 @@
     python bench/bench_index.py --pages 10000            # index + queries
     python bench/bench_index.py --pages 2000 --crawl     # also: crawl time with/without index
     python bench/bench_index.py --pages 2000 --crawl-only --repeat 3
+    python bench/bench_index.py --pages 300 --analyzer          # analyzer CPU: filter chain vs one pass
+    python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
+
+`--parallel N` spools the pages twice and drains each spool with a writer process using 1
+and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
+the pages to WARC files and times `archiver reindex` with 1 and N processes, and
+`archiver merge` of three worker archives (their indexes joined) against the rebuild it
+replaces.  Every command runs in a child process; its peak RSS is the largest of the
+process and the workers it started.  The machine's load average is printed with each
+figure: compare the ratios inside one run.
 
 Indexing goes through the real path: pages are spooled as a crawl spools them, then the
 writer drains the spool (HTML parsing + whoosh + commits), as after a crawl.
@@ -18,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -232,6 +244,216 @@ def compare_crawls(count: int, folder: Path, repeat: int, share: float | None = 
     )
 
 
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def analyzer_cpu(count: int) -> None:
+    """CPU per page of the filter chain and of the one-pass analyzer, on the same text."""
+    from archiver_plugins.index.extract import extract
+    from archiver_plugins.index.schema import chain_text_analyzer, text_analyzer
+
+    texts = [extract(body, "text/html", "utf-8", 200_000).text for _, body in pages(count)]
+    figures = {}
+    for name, make in (("filter chain", chain_text_analyzer), ("one pass", text_analyzer)):
+        analyzer = make()
+        best = float("inf")
+        for _ in range(3):  # the first round fills the one-pass memo, as the first pages of a crawl do
+            started = time.process_time()
+            terms = [[t.text for t in analyzer(text, positions=True, mode="index")] for text in texts]
+            best = min(best, time.process_time() - started)
+        figures[name] = (best, terms)
+    assert figures["filter chain"][1] == figures["one pass"][1]
+    chain, one = figures["filter chain"][0] / count * 1000, figures["one pass"][0] / count * 1000
+    print(
+        f"analyzer CPU per page: filter chain {chain:.2f} ms, one pass {one:.2f} ms, ratio {one / chain:.2f}"
+    )
+    print(f"  ({count} pages, best of 3; {load()})")
+
+
+def child(code: str, stdin: bytes | None = None) -> tuple[float, float, float]:
+    """Run Python `code` in a child process: (wall s, CPU s, peak RSS MB of the largest of it
+    and its descendants).  The peak is each process's VmHWM, read every 50 ms: the
+    rusage of a child also counts the parent's memory it was forked from."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE if stdin else None)
+    if stdin:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    peak = 0
+    while True:
+        for pid in [proc.pid, *descendants(proc.pid)]:
+            peak = max(peak, high_water_kib(pid))
+        finished, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if finished:
+            break
+        time.sleep(0.05)
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"bench child failed with {os.waitstatus_to_exitcode(status)}")
+    proc.returncode = 0
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, peak / 1024
+
+
+def descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        current = frontier.pop()
+        children = [pid for pid, parent in parents.items() if parent == current]
+        found += children
+        frontier += children
+    return found
+
+
+def high_water_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def spool_pages(archive: Path, count: int) -> None:
+    spool = Spool(spool_path(archive))
+    batch: list[Capture] = []
+    for url, body in pages(count):
+        batch.append(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
+        if len(batch) == 64:
+            spool.add(batch)
+            batch = []
+    if batch:
+        spool.add(batch)
+    spool.close()
+
+
+def write_warcs(archive: Path, items: list[tuple[str, bytes]], name: str = "bench") -> None:
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    folder = archive / "warc"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{name}-00000.warc.gz").open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, body in items:
+            headers = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+            )
+            record = writer.create_warc_record(
+                url,
+                "response",
+                payload=BytesIO(body),
+                http_headers=headers,
+                warc_headers_dict={"WARC-Date": "2024-05-01T12:00:00Z"},
+            )
+            writer.write_record(record)
+
+
+def top10(archive: Path) -> dict[str, tuple[list[float], list[str]]]:
+    """Each query's top 10: its scores, and the URLs scored above the tenth (the order of
+    equal scores, and so which of them make the cut, follows the documents' segments)."""
+    found = {}
+    for text in queries():
+        hits = search(archive, text, limit=10, with_snippets=False, time_limit=600).hits
+        scores = [round(hit.score, 5) for hit in hits]
+        cut = scores[-1] if len(scores) == 10 else -1.0
+        found[text] = (scores, sorted(hit.url for hit in hits if round(hit.score, 5) > cut))
+    return found
+
+
+def compared(one: dict[str, Any], two: dict[str, Any]) -> str:
+    """'same', or the queries whose top 10 differ (in URLs above the cut, or only in scores:
+    whoosh scores a prefix query's expansions segment by segment)."""
+    urls = [q for q in one if one[q][1] != two[q][1]]
+    scores = [q for q in one if one[q][0] != two[q][0] and q not in urls]
+    if not urls and not scores:
+        return "same"
+    return f"URLs differ for {urls or 'none'}; only scores differ for {scores or 'none'}"
+
+
+def reindex_code(archive: Path, processes: int) -> str:
+    return (
+        "from pathlib import Path\nfrom archiver_plugins.index.reindex import reindex\n"
+        f"reindex(Path({str(archive)!r}), processes={processes})"
+    )
+
+
+def compare_parallel(count: int, processes: int, folder: Path) -> None:
+    rows: list[tuple[str, float, float, float, str]] = []
+
+    def note(what: str, figures: tuple[float, float, float]) -> None:
+        rows.append((what, *figures, load()))
+        wall, cpu, rss = figures
+        print(
+            f"{what:34} wall {wall:7.1f} s  CPU {cpu:7.1f} s  peak RSS {rss:6.0f} MB  ({load()})", flush=True
+        )
+
+    catch_up = {}
+    for n in (1, processes):
+        archive = folder / f"catch-up-{n}"
+        spool_pages(archive, count)
+        drain = f"""
+import sys
+from pathlib import Path
+from archiver_plugins.index.writer import main
+sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
+"""
+        catch_up[n] = child(drain, stdin=b"drain\n")
+        note(f"catch-up of {count:,} pages, {n} process{'es' if n > 1 else ''}", catch_up[n])
+    print(
+        f"  catch-up {processes} vs 1 process: {catch_up[processes][0] / catch_up[1][0]:.2f}x the wall time"
+    )
+    same = top10(folder / "catch-up-1") == top10(folder / f"catch-up-{processes}")
+    print(
+        f"  top 10 of {len(queries())} queries, 1 vs {processes} processes: {'same' if same else 'DIFFERENT'}"
+    )
+
+    everything = list(pages(count))
+    archive = folder / "warcs"
+    write_warcs(archive, everything)
+    rebuild = {}
+    for n in (1, processes):
+        rebuild[n] = child(reindex_code(archive, n))
+        note(f"reindex of {count:,} pages, {n} process{'es' if n > 1 else ''}", rebuild[n])
+    print(f"  reindex {processes} vs 1 process: {rebuild[processes][0] / rebuild[1][0]:.2f}x the wall time")
+    print(f"  top 10, reindex vs catch-up: {compared(top10(archive), top10(folder / 'catch-up-1'))}")
+
+    sources = []
+    for number in range(3):
+        source = folder / f"worker{number}"
+        write_warcs(source, everything[number::3], f"worker{number}")
+        child(reindex_code(source, 1))
+        sources.append(source)
+    merged = folder / "merged"
+    merge = f"""
+from pathlib import Path
+from archiver.distributed import merge_archives
+from archiver.manager import make_plugin_manager
+pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.index"])
+sources = [Path(p) for p in {[str(s) for s in sources]!r}]
+merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
+"""
+    joined = child(merge)
+    note("merge of 3 worker archives", joined)
+    same = top10(merged) == top10(folder / "catch-up-1")
+    rebuilt = child(reindex_code(merged, 1))
+    note("the rebuild merge did before", rebuilt)
+    print(
+        f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 {'same' if same else 'DIFFERENT'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10_000)
@@ -241,10 +463,20 @@ def main() -> None:
     parser.add_argument("--crawl-only", action="store_true", help="only compare crawls")
     parser.add_argument("--repeat", type=int, default=1, help="crawl pairs to run (medians are shown)")
     parser.add_argument("--crawl-share", type=float, help="[plugins.index] crawl_share for the crawls")
+    parser.add_argument(
+        "--analyzer", action="store_true", help="only: analyzer CPU, filter chain vs one pass"
+    )
+    parser.add_argument(
+        "--parallel", type=int, metavar="N", help="only: catch-up, reindex, merge with N processes"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        if not args.crawl_only:
+        if args.analyzer:
+            analyzer_cpu(args.pages)
+        elif args.parallel:
+            compare_parallel(args.pages, args.parallel, folder)
+        elif not args.crawl_only:
             archive = folder / "archive"
             figures = index_pages(archive, args.pages, args.batch_size)
             for key, value in figures.items():

@@ -311,10 +311,16 @@ def test_bad_plugin_settings_name_the_key() -> None:
         make_crawl(Path("."), batch_size=0)
     with pytest.raises(ConfigError, match="crawl_share"):
         make_crawl(Path("."), crawl_share=1.5)
+    for wrong in (0, 257, 1.5, "2", True):
+        with pytest.raises(ConfigError, match=r"plugins\.index\.processes"):
+            make_crawl(Path("."), processes=wrong)
 
 
-async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_rest(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path, batch_size=50, batch_seconds=600)
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_rest(
+    tmp_path: Path, processes: int
+) -> None:
+    crawl = make_crawl(tmp_path, batch_size=50, batch_seconds=600, processes=processes)
     await index_plugin.crawl_started(crawl=crawl)
     words = " ".join(f"filler{n % 700}" for n in range(3000))  # ~10 ms of indexing a page
     pages = [page(n, words) for n in range(400)]
@@ -327,6 +333,10 @@ async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_res
             break
         await asyncio.sleep(0.01)
     assert shown.startswith("indexing ") and "pages..." in shown
+    for _ in range(3000):  # until a first commit (the workers take a moment to start)
+        if pending_in(spool_path(tmp_path)) < 400:
+            break
+        await asyncio.sleep(0.01)
     crawl.interrupted = True  # Ctrl-C: the writer commits what it has and stops
     await asyncio.wait_for(finishing, 60)
     assert "finishing" not in crawl.extra

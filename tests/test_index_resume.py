@@ -7,9 +7,11 @@ import collections
 import contextlib
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -219,3 +221,92 @@ def page(number: int) -> Page:
         encoding="utf-8",
         fetched_at=datetime(2024, 5, 1, 12, 0, number % 60, tzinfo=UTC),
     )
+
+
+async def start_group(args: list[str], env: dict[str, str] = ENV) -> asyncio.subprocess.Process:
+    """A command in a process group of its own: a kill reaches its writer and workers too."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        *args,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+async def kill_group_when(
+    proc: asyncio.subprocess.Process, ready: Callable[[], bool], seconds: float
+) -> bool:
+    """SIGKILL the whole group once `ready()`; False when the command ended first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while proc.returncode is None and loop.time() < deadline:
+        if ready():
+            os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.wait_for(proc.communicate(), 60)
+            return None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 0.02)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    return f"ended before the kill with {proc.returncode}: {err.decode()}"
+
+
+async def test_sigkill_during_the_parallel_catch_up_then_resume(site: Site, tmp_path: Path) -> None:
+    build_site(site, 240)
+    archive = tmp_path / "killed"
+    plugins = [arg for name in PLUGINS for arg in ("--plugin", f"archiver_plugins.{name}")]
+    config = tmp_path / "crawl.toml"
+    config.write_text("[plugins.index]\nbatch_size = 15\ncrawl_share = 0.01\nprocesses = 2\n")
+    args = ["crawl", site.url("/p0"), "-o", str(archive), "-c", str(config), *FAST, *plugins]
+    spool = spool_path(archive)
+    peak = 0
+
+    def catching_up() -> bool:
+        nonlocal peak
+        waiting = pending_in(spool)
+        peak = max(peak, waiting)
+        workers_busy = any((archive / "index" / "whoosh").glob("MAIN.*.tmp"))
+        # every page fetched, a round of the workers committed, another one being written
+        return site.hits.total() >= 240 and 0 < waiting < peak and workers_busy
+
+    proc = await start_group(args)
+    assert (failed := await kill_group_when(proc, catching_up, 120)) is None, failed
+    proc = await start_crawl(args)  # a crawl whose pages were all fetched has nothing left to do
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    proc = await start_group(["reindex", "--pending", str(archive), "--processes", "2"], dict(os.environ))
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+
+    pages = indexable_in_warcs(archive)
+    assert len(pages) >= 230 and max(pages.values()) == 1
+    urls, count = indexed(archive)
+    assert set(urls) == set(pages) and max(urls.values()) == 1 and count == len(urls)
+    assert pending_in(spool) == 0
+
+
+async def test_sigkill_during_a_parallel_reindex_then_again(site: Site, crawl_archive: CrawlFn) -> None:
+    build_site(site, 200)
+    crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
+    archive = crawl.archive
+    pages = indexable_in_warcs(archive)
+    building = archive / "index" / "whoosh.new"
+
+    def one_round_committed() -> bool:
+        return any(building.glob("_MAIN_[1-9]*.toc"))
+
+    args = ["reindex", str(archive), "--processes", "2", "--batch-size", "10"]
+    proc = await start_group(args, dict(os.environ))  # the installed plugins bring `reindex`
+    assert (failed := await kill_group_when(proc, one_round_committed, 120)) is None, failed
+    urls, count = indexed(archive)  # the index the rebuild was to replace still serves
+    assert set(urls) == set(pages) and count == len(urls)
+
+    proc = await start_group(args, dict(os.environ))
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    urls, count = indexed(archive)
+    assert set(urls) == set(pages) and max(urls.values()) == 1 and count == len(urls)
+    assert not building.exists() and not list((archive / "index").glob("reindex.sqlite*"))

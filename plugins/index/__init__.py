@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # hooks that use them (once a crawl starts), not here.
 
 FEEDER_KEY = "index.feeder"
+MAX_PROCESSES = 256
 
 _KEYS: dict[str, tuple[type, float, float]] = {
     "batch_size": (int, 1, 1_000_000),
@@ -37,6 +38,7 @@ _KEYS: dict[str, tuple[type, float, float]] = {
     "max_chars": (int, 1000, 1_000_000_000),
     "crawl_share": (float, 0.01, 1),
     "wait": (bool, 0, 0),
+    "processes": (int, 1, MAX_PROCESSES),
 }
 
 
@@ -195,12 +197,16 @@ def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
 
 @hookimpl
 def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
-    """A merged archive's index is rebuilt from all its WARC files (the sources' indexes
-    each hold only one worker's pages)."""
+    """A merged archive's index is its sources' indexes joined segment by segment (no page
+    is analysed again); when a source has none, it is rebuilt from all the WARC files."""
+    from .merge import merge_indexes
+    from .parallel import default_processes
     from .reindex import archive_warcs, reindex
 
-    if archive_warcs(Path(archive)):
-        reindex(Path(archive))
+    if not archive_warcs(Path(archive)):
+        return
+    if merge_indexes(Path(archive), [Path(s) for s in sources]) is None:
+        reindex(Path(archive), processes=default_processes())
 
 
 @hookimpl

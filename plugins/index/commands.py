@@ -209,6 +209,11 @@ def search_command(
 )
 @click.option("--pending", is_flag=True, help="Only index the pages an interrupted crawl left waiting.")
 @click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    help="Worker processes that index in parallel (default: the machine's cores).",
+)
+@click.option(
     "--batch-size", default=2000, show_default=True, type=click.IntRange(1), help="Pages per commit."
 )
 @click.option(
@@ -224,6 +229,7 @@ def reindex_command(
     output: Path | None,
     link: Literal["copy", "hard", "symlink"],
     pending: bool,
+    processes: int | None,
     batch_size: int,
     max_chars: int,
 ) -> None:
@@ -234,7 +240,10 @@ def reindex_command(
     archiver reindex --warc FILE... -o ARCHIVE   index WARC files made by other tools
     archiver reindex --pending ARCHIVE           catch up after an interrupted crawl
     """
+    from .parallel import default_processes
     from .reindex import ReindexStats, catch_up, reindex
+
+    workers = processes or default_processes()
 
     def progress(stats: ReindexStats) -> None:
         rate = stats.indexed / stats.seconds if stats.seconds else 0.0
@@ -251,7 +260,9 @@ def reindex_command(
 
         output.mkdir(parents=True, exist_ok=True)
         import_warcs(list(sources), output, link)  # serve, export and warc check read them there
-        stats = reindex(output, None, batch_size, max_chars, progress)  # all the archive's WARC files
+        stats = reindex(
+            output, None, batch_size, max_chars, progress, workers
+        )  # all the archive's WARC files
         archive = output
     else:
         if output is not None:
@@ -260,10 +271,10 @@ def reindex_command(
             raise UsageError("give one archive folder (or --warc FILE... -o ARCHIVE)")
         archive = _archive(sources[0])
         if pending:
-            waiting = catch_up(archive, batch_size, max_chars)
+            waiting = catch_up(archive, batch_size, max_chars, workers)
             click.echo(f"indexed {waiting:,} waiting pages of {archive}")
             return
-        stats = reindex(archive, None, batch_size, max_chars, progress)
+        stats = reindex(archive, None, batch_size, max_chars, progress, workers)
     skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
     if stats.skipped_records:
         skipped += f"; {stats.skipped_records} unreadable records skipped"

@@ -20,11 +20,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from archiver.errors import ArchiveError
 
+from .parallel import default_processes
 from .spool import Spool
 from .store import Capture, spool_path
 
@@ -41,6 +42,8 @@ class Options:
     max_chars: int = 200_000
     crawl_share: float = 0.25
     wait: bool = True
+    processes: int = field(default_factory=default_processes)
+    """Worker processes that index what is left once the crawl is done (and `reindex`)."""
     max_restarts: int = 5
 
 
@@ -246,6 +249,8 @@ class IndexFeeder:
                     str(options.max_chars),
                     "--crawl-share",
                     str(options.crawl_share),
+                    "--processes",
+                    str(options.processes),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,

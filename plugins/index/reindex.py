@@ -20,21 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from warcio.bufferedreaders import ChunkedDataReader
-from whoosh import index as whoosh_index
 
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError, UsageError, check_writable
 
 from ..warc.members import ReadLimits, RecordError, iter_members, parse_record, read_member
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
-from .schema import make_schema
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
-    INDEX_NAME,
     MARKER,
     Capture,
     WriterLock,
+    create_index,
     index_root,
     spool_path,
     whoosh_dir,
@@ -183,8 +181,10 @@ def reindex(
     batch_size: int = 2000,
     max_chars: int = DEFAULT_MAX_CHARS,
     progress: Callable[[ReindexStats], None] | None = None,
+    processes: int = 1,
 ) -> ReindexStats:
-    """Build `archive`'s index from `warcs` (default: the archive's own WARC files)."""
+    """Build `archive`'s index from `warcs` (default: the archive's own WARC files), with
+    `processes` worker processes when more than one."""
     own = warcs is None
     paths = archive_warcs(archive) if warcs is None else list(warcs)
     if not paths:
@@ -200,12 +200,23 @@ def reindex(
         building = target.with_name(target.name + ".new")
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
-        ix = whoosh_index.create_in(str(building), make_schema(), indexname=INDEX_NAME)
+        ix = create_index(building)
         batcher = Batcher(ix, batch_size, batch_seconds=1e9, max_chars=max_chars)
         newest: dict[str, str] = {}
         shown = time.monotonic()
         try:
-            for capture in iter_captures(paths, stats):
+            if processes > 1:
+                batcher.indexed = _build_in_parallel(
+                    archive,
+                    ix,
+                    iter_captures(paths, stats),
+                    stats,
+                    batch_size,
+                    max_chars,
+                    processes,
+                    progress,
+                )
+            for capture in iter_captures(paths, stats) if processes == 1 else ():
                 seen = newest.get(capture.url)
                 if seen is not None and seen > capture.time:
                     continue
@@ -235,6 +246,93 @@ def reindex(
     return stats
 
 
+def _build_in_parallel(
+    archive: Path,
+    ix: Any,
+    captures: Iterator[Capture],
+    stats: ReindexStats,
+    batch_size: int,
+    max_chars: int,
+    processes: int,
+    progress: Callable[[ReindexStats], None] | None,
+) -> int:
+    """Pages read from the WARC files by a thread go through a spool of their own to
+    `processes` workers (see `parallel`); returns how many were indexed."""
+    import threading
+
+    from .parallel import Workers, index_round
+
+    path = index_root(archive) / "reindex.sqlite"
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    round_size = batch_size * processes
+    read: list[BaseException] = []
+    done = threading.Event()
+    cancelled = threading.Event()
+
+    def produce() -> None:
+        spool = Spool(path)
+        newest: dict[str, str] = {}
+        batch: list[Capture] = []
+        try:
+            for capture in captures:
+                seen = newest.get(capture.url)
+                if seen is not None and seen > capture.time:
+                    continue  # an older capture found after a newer one
+                newest[capture.url] = capture.time
+                batch.append(capture)
+                if len(batch) >= 64:
+                    spool.add(batch)
+                    batch = []
+                    while spool.pending() > 2 * round_size and not cancelled.is_set():
+                        cancelled.wait(0.05)  # bounded: the workers are behind
+                    if cancelled.is_set():
+                        return
+            if batch:
+                spool.add(batch)
+        except BaseException as exc:
+            read.append(exc)
+        finally:
+            spool.close()
+            done.set()
+
+    reader = threading.Thread(target=produce, name="reindex-read", daemon=True)
+    spool = Spool(path)
+    workers = Workers(whoosh_dir_of(ix), path, processes, max_chars)
+    indexed, after = 0, 0
+    started = time.monotonic()
+    reader.start()
+    try:
+        while True:
+            finished = done.is_set()
+            if read:
+                break
+            if not finished and spool.pending() < round_size:
+                done.wait(0.05)  # a whole round for the workers, while the thread reads on
+                continue
+            count, last = index_round(ix, spool, workers, round_size, after)
+            if last == after and finished:
+                break
+            indexed, after = indexed + count, last
+            if progress is not None:
+                stats.indexed, stats.seconds = indexed, time.monotonic() - started
+                progress(stats)
+        if read:
+            raise read[0]
+    finally:
+        cancelled.set()
+        reader.join()
+        workers.close()
+        spool.close()
+        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+    return indexed
+
+
+def whoosh_dir_of(ix: Any) -> Path:
+    return Path(ix.storage.folder)
+
+
 def _swap(building: Path, target: Path) -> None:
     old = target.with_name(target.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -256,7 +354,9 @@ def _clear_spool(archive: Path) -> None:
             spool.close()
 
 
-def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX_CHARS) -> int:
+def catch_up(
+    archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX_CHARS, processes: int = 1
+) -> int:
     """Index the pages an interrupted crawl left in the spool; returns how many were waiting."""
     path = spool_path(archive)
     if not path.exists():
@@ -266,5 +366,5 @@ def catch_up(archive: Path, batch_size: int = 2000, max_chars: int = DEFAULT_MAX
     waiting = spool.pending()
     spool.close()
     if waiting:
-        run(archive, batch_size, 1e9, max_chars, control=Control("drain"), lock_wait=0)
+        run(archive, batch_size, 1e9, max_chars, control=Control("drain"), lock_wait=0, processes=processes)
     return waiting

@@ -9,7 +9,7 @@ killed writer (or a Ctrl-C) loses nothing: the next writer starts from the first
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .store import Capture
@@ -58,6 +58,29 @@ class Spool:
             (after, limit),
         ).fetchall()
         return [(row[0], Capture(*row[1:])) for row in rows]
+
+    def urls(self, after: int, limit: int) -> list[tuple[int, str]]:
+        """(row id, url) of the next rows, without their content."""
+        return [
+            (int(row_id), str(url))
+            for row_id, url in self._db.execute(
+                "SELECT id, url FROM pending WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+            )
+        ]
+
+    def rows(self, row_ids: list[int]) -> Iterator[Capture]:
+        """The captures of the given rows, in order, read a few at a time."""
+        for start in range(0, len(row_ids), 32):
+            chunk = row_ids[start : start + 32]
+            marks = ",".join("?" * len(chunk))
+            yield from (
+                Capture(*row)
+                for row in self._db.execute(
+                    "SELECT url, time, status, content_type, encoding, content FROM pending"
+                    f" WHERE id IN ({marks}) ORDER BY id",
+                    chunk,
+                ).fetchall()
+            )
 
     def delete_upto(self, last_id: int) -> None:
         self._db.execute("DELETE FROM pending WHERE id <= ?", (last_id,))

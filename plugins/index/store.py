@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from whoosh import index as whoosh_index
+from whoosh.filedb.filestore import FileStorage
 
 from archiver.errors import ArchiveError, ArchiveLockedError
 
@@ -29,6 +30,9 @@ from .schema import make_schema, site_terms
 INDEX_NAME = "MAIN"
 MARKER = "REINDEX-NEEDED"
 DEFAULT_MAX_CHARS = 200_000
+WRITER_MEMORY_MB = 32
+"""whoosh's posting pool per writer, by its own estimate (the heap it takes is about twice
+that); past it the postings are sorted into a run on disk."""
 
 
 class DamagedIndexError(ArchiveError):
@@ -105,6 +109,16 @@ def open_index(archive: Path) -> Any:
     return ix
 
 
+def writer_storage(folder: Path) -> FileStorage:
+    """`folder` for a writer: files read with read(), not mapped, so that the writer's
+    resident memory does not grow with the index it reads (merges, replaced pages)."""
+    return FileStorage(str(folder), supports_mmap=False)
+
+
+def create_index(folder: Path, schema: Any = None) -> Any:
+    return writer_storage(folder).create_index(schema or make_schema(), indexname=INDEX_NAME)
+
+
 def open_or_create(folder: Path) -> tuple[Any, str | None]:
     """Open the index in `folder` for writing, creating it when absent.
 
@@ -117,7 +131,7 @@ def open_or_create(folder: Path) -> tuple[Any, str | None]:
         if _torn_toc(folder):
             raise TypeError("zero-length table of contents")
         if whoosh_index.exists_in(str(folder), indexname=INDEX_NAME):
-            ix = whoosh_index.open_dir(str(folder), indexname=INDEX_NAME)
+            ix = writer_storage(folder).open_index(INDEX_NAME)
             ix.doc_count()
             return ix, None
     except (*DAMAGE_ERRORS, FileNotFoundError):
@@ -129,8 +143,8 @@ def open_or_create(folder: Path) -> tuple[Any, str | None]:
             "the index was damaged and restarted; pages indexed before are missing\n"
         )
         note = "search index was damaged; started a new one (run `archiver reindex` for older pages)"
-        return whoosh_index.create_in(str(folder), make_schema(), indexname=INDEX_NAME), note
-    return whoosh_index.create_in(str(folder), make_schema(), indexname=INDEX_NAME), None
+        return create_index(folder), note
+    return create_index(folder), None
 
 
 def _remove_tree(path: Path) -> None:

@@ -32,6 +32,7 @@ from archiver.errors import ArchiveLockedError
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
+    WRITER_MEMORY_MB,
     Capture,
     WriterLock,
     make_document,
@@ -41,8 +42,6 @@ from .store import (
 )
 
 log = logging.getLogger("archiver.index")
-
-WRITER_MEMORY_MB = 128
 
 
 class Batcher:
@@ -131,9 +130,11 @@ def run(
     control: Control | None = None,
     lock_wait: float = 60.0,
     crawl_share: float = 1.0,
+    processes: int = 1,
 ) -> int:
     """Index spooled pages until told to stop; with a `control` already set to 'drain',
-    index what is spooled and return (``archiver reindex --pending``)."""
+    index what is spooled and return (``archiver reindex --pending``).  Once told to
+    drain, more than `batch_size` pages left are indexed by `processes` worker processes."""
     if control is None:
         control = Control()
         threading.Thread(target=control.listen, name="index-control", daemon=True).start()
@@ -163,6 +164,11 @@ def run(
             if batcher.due() or (not rows and control.mode == "drain"):
                 batcher.commit()
                 spool.delete_upto(last)
+            if control.mode == "drain" and processes > 1 and spool.pending() > batch_size:
+                batcher.commit()
+                spool.delete_upto(last)
+                last = _drain_in_parallel(archive, ix, spool, control, processes, batch_size, max_chars, last)
+                continue
             if rows:
                 if control.mode is None and crawl_share < 1.0:  # the crawl still runs
                     spent = time.process_time() - spent
@@ -180,6 +186,26 @@ def run(
         ix.close()
         lock.release()
     return 0
+
+
+def _drain_in_parallel(
+    archive: Path,
+    ix: Any,
+    spool: Spool,
+    control: Control,
+    processes: int,
+    batch_size: int,
+    max_chars: int,
+    after: int,
+) -> int:
+    from .parallel import Workers, drain
+
+    workers = Workers(whoosh_dir(archive), spool.path, processes, max_chars)
+    try:
+        _, after = drain(ix, spool, workers, batch_size * processes, after, lambda: control.mode != "stop")
+    finally:
+        workers.close()
+    return after
 
 
 def _set_stop(control: Control) -> None:
@@ -207,10 +233,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-seconds", type=float, default=10.0)
     parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS)
     parser.add_argument("--crawl-share", type=float, default=1.0)
+    parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="archiver: %(message)s")
     return run(
-        args.archive, args.batch_size, args.batch_seconds, args.max_chars, crawl_share=args.crawl_share
+        args.archive,
+        args.batch_size,
+        args.batch_seconds,
+        args.max_chars,
+        crawl_share=args.crawl_share,
+        processes=args.processes,
     )
 
 

@@ -1,0 +1,105 @@
+"""Indexing with worker processes: `reindex`, catch-up and `merge` give the index one process gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+from archiver_plugins.index.reindex import catch_up, reindex
+from archiver_plugins.index.search import search
+from archiver_plugins.index.spool import Spool, pending_in
+from archiver_plugins.index.store import Capture, spool_path
+from conftest import CrawlFn, Site
+from test_index_resume import build_site, indexable_in_warcs, indexed
+
+from archiver.distributed import merge_archives
+from archiver.manager import make_plugin_manager
+
+PLUGINS = ("links", "warc", "index")
+QUERIES = ("word7", "page", "here", "word1 OR word2", '"page 12"', "title:page", "p4")
+
+
+def results(archive: Path) -> dict[str, list[tuple[float, str, str]]]:
+    """(score, url, title) of every hit of each query, sorted: equal scores may come in
+    another order when the documents sit in other segments."""
+    found = {}
+    for query in QUERIES:
+        hits = search(archive, query, limit=500, with_snippets=False).hits
+        found[query] = sorted((round(hit.score, 6), hit.url, hit.title) for hit in hits)
+    return found
+
+
+async def test_parallel_reindex_gives_the_index_one_process_gives(site: Site, crawl_archive: CrawlFn) -> None:
+    build_site(site, 120)
+    crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
+    archive = crawl.archive
+    pages = set(indexable_in_warcs(archive))
+    assert len(pages) == 120
+
+    one = reindex(archive, batch_size=16, processes=1)
+    alone = results(archive)
+    many = reindex(archive, batch_size=16, processes=3)
+    assert many.indexed == one.indexed == len(pages)
+    urls, count = indexed(archive)
+    assert set(urls) == pages and count == len(pages) and max(urls.values()) == 1
+    assert results(archive) == alone and alone["word7"]
+
+
+async def test_parallel_catch_up_replaces_a_url_spooled_twice(site: Site, crawl_archive: CrawlFn) -> None:
+    build_site(site, 40)
+    crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
+    archive = crawl.archive
+    spool = Spool(spool_path(archive))
+    first, second = site.url("/p3"), site.url("/p5")
+    spool.add(
+        [
+            Capture(first, "20300101000000", 200, "text/html", "utf-8", b"<title>older</title>"),
+            *(
+                Capture(site.url(f"/extra{n}"), "20300101000000", 200, "text/plain", None, b"extra words")
+                for n in range(30)
+            ),
+            Capture(second, "20300101000000", 200, "text/html", "utf-8", b"<title>only</title>"),
+            Capture(first, "20300101000001", 200, "text/html", "utf-8", b"<title>newer</title>"),
+        ]
+    )
+    spool.close()
+    assert catch_up(archive, batch_size=4, processes=2) == 33
+    assert pending_in(spool_path(archive)) == 0
+    urls, count = indexed(archive)
+    assert count == len(urls) == 40 + 30 and max(urls.values()) == 1
+    titles = {hit.url: hit.title for hit in search(archive, "title:newer OR title:older").hits}
+    assert titles == {first: "newer"}
+
+
+async def test_merge_joins_the_workers_indexes_as_a_rebuild_would(
+    site: Site, crawl_archive: CrawlFn, tmp_path: Path
+) -> None:
+    build_site(site, 90)
+    version = {"n": 0}
+
+    async def shared(request: web.Request) -> web.Response:
+        version["n"] += 1
+        return web.Response(text=f"<title>shared v{version['n']}</title>", content_type="text/html")
+
+    site.handler("/shared", shared)
+    sources = []
+    for number, root in enumerate(("/p0", "/p30", "/p60")):
+        source = tmp_path / f"worker{number}"
+        await crawl_archive(
+            [site.url(root), site.url("/shared")], plugins=PLUGINS, output=str(source), max_pages=40
+        )
+        sources.append(source)
+    merged = tmp_path / "merged"
+    pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.index"])
+    merge_archives(sources, merged, plugin_manager=pm)
+
+    urls, count = indexed(merged)
+    assert set(urls) == set(indexable_in_warcs(merged)) and count == len(urls)
+    assert max(urls.values()) == 1  # /shared: indexed by all three, kept once
+    joined = results(merged)
+    shared_hits = search(merged, "shared").hits
+    assert [hit.title for hit in shared_hits] == ["shared v3"]  # the newest capture
+
+    reindex(merged, processes=1)
+    assert results(merged) == joined
+    assert indexed(merged) == (urls, count)
