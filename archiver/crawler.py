@@ -155,7 +155,7 @@ class Crawler:
                 if self.robots is not None:
                     self.robots.close()
                 self.log.close()
-                write_report(crawl)
+                await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
         return crawl

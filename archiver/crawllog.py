@@ -125,10 +125,19 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
     }
 
 
-def write_report(crawl: Crawl) -> dict[str, Any]:
+async def write_report(crawl: Crawl) -> dict[str, Any]:
+    """Write ``report.json`` whole, then rename it into place, without blocking the loop.
+
+    The crawl ends on the event loop while plugins may still be closing their writers:
+    aiofiles hands the write and the rename to a thread, so a slow disk delays nothing else.
+    """
+    import aiofiles
+    import aiofiles.os
+
     report = build_report(crawl)
     path = crawl.archive / REPORT_NAME
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    async with aiofiles.open(tmp, "w", encoding="utf-8") as handle:
+        await handle.write(json.dumps(report, indent=2) + "\n")
+    await aiofiles.os.replace(tmp, path)
     return report
