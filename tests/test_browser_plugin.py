@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestServer
 from archiver_plugins.index.search import search
 from archiver_plugins.web.app import make_app
 from browser import chromium_path, launch_browser
 from conftest import Site, make_config
-from mirror_site import png
+from script_site import TEXT, build_site
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver import ConfigError
@@ -33,65 +32,6 @@ from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl
 
 pytestmark = pytest.mark.timeout(90)
-
-TEXT = "Hydrangeas turn blue on acid soil"
-
-HOME = """<!doctype html><html><head><title>Script garden</title></head>
-<body><h1>Script garden</h1><div id="text">loading...</div><nav id="nav"></nav>
-<div style="height: 2600px">spacer</div>
-<img id="lazy" class="lazy" data-src="img/old-lazy.png" width="40" height="30" alt="lazy">
-<p><a href="forever.html">a page that never stops loading</a></p>
-<script>
-fetch("data.json").then((r) => r.json()).then((d) => {
-  document.getElementById("text").textContent = d.text;
-});
-const a = document.createElement("a");
-a.href = "added.html";
-a.textContent = "added by a script";
-document.getElementById("nav").appendChild(a);
-history.pushState({}, "", "pushed.html");
-history.replaceState({}, "", "./");
-new IntersectionObserver((entries, observer) => {
-  for (const entry of entries) {
-    if (entry.isIntersecting) {
-      entry.target.src = entry.target.dataset.src;
-      observer.unobserve(entry.target);
-    }
-  }
-}).observe(document.getElementById("lazy"));
-</script></body></html>"""
-
-FOREVER = """<!doctype html><html><head><title>Ticking</title></head><body><p id="n">0</p>
-<script>
-let n = 0;
-setInterval(() => fetch("tick.json", {cache: "no-store"}).then(() => {
-  document.getElementById("n").textContent = String(++n);
-}), 100);
-fetch("hang.json");
-</script></body></html>"""
-
-
-def build_site(site: Site) -> None:
-    site.page("/", HOME)
-    site.page("/data.json", json.dumps({"text": TEXT}), content_type="application/json")
-    site.page("/added.html", "<!doctype html><title>Added</title><p>added page</p>")
-    site.page("/pushed.html", "<!doctype html><title>Pushed</title><p>pushed page</p>")
-    site.page("/img/lazy.png", png(40, 30, (200, 40, 90)), content_type="image/png")
-    site.redirect("/img/old-lazy.png", "/img/lazy.png", status=301)
-    site.page("/forever.html", FOREVER)
-    site.page("/tick.json", "{}", content_type="application/json")
-
-    async def hang(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        await response.prepare(request)
-        await response.write(b"[")
-        for _ in range(60):  # ends when the crawl's timeout cuts it
-            await response.write(b" ")
-            await asyncio.sleep(0.1)
-        return response
-
-    site.handler("/hang.json", hang)
-
 
 BROWSER_SETTINGS = {"all": True, "tabs": 2, "idle_timeout": 1.5, "page_timeout": 15.0}
 
