@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ async def test_browser_capture_replays_from_wacz_in_replaywebpage(tmp_path: Path
         await site.close()
     wacz = tmp_path / "x.wacz"
     assert await asyncio.to_thread(main, ["export", str(archive), str(wacz), "-q"]) == 0
+    with zipfile.ZipFile(wacz) as package:
+        pages = [json.loads(line) for line in package.read("pages/pages.jsonl").splitlines()[1:]]
+    assert TEXT in {page["url"]: page for page in pages}[home]["text"], "ReplayWeb.page's search misses it"
 
     to_origin: list[str] = []
     async with serve_replayweb(wacz) as base, launch_browser() as browser:

@@ -5,7 +5,7 @@ Layout (https://specs.webrecorder.net/wacz/1.1.1/):
     archive/*.warc.gz          the WARC files, stored (not deflated) so readers can seek
     indexes/index.cdx.gz       every response/revisit, sorted CDXJ in gzip blocks, stored
     indexes/index.idx          the first key and byte range of each block
-    pages/pages.jsonl          one line per HTML page: url, ts, title, text
+    pages/pages.jsonl          one line per HTML page: url, ts, title, text (rendered, if it was)
     datapackage.json           each file's path, size and sha256
     datapackage-digest.json    the sha256 of datapackage.json
 
@@ -153,6 +153,18 @@ def _declared(content_type_header: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def _rendered_text(warcs: WarcArchive, capture: Capture) -> tuple[str, str] | None:
+    """(title, text) of the page as the browser capture rendered it (its ``urn:dom:`` record), if it was.
+
+    A page built by scripts says little in its HTML; ReplayWeb.page searches the text
+    pages.jsonl gives, so it gets the rendered text when that says more, as the search index does.
+    """
+    dom = warcs.lookup(f"urn:dom:{capture.url}", capture.timestamp)
+    if dom is None:
+        return None
+    return page_text(warcs.read(dom).content(), "text/html; charset=utf-8", "utf-8")
+
+
 def _pages(warcs: WarcArchive, items: list[Item], result: ExportResult) -> list[dict[str, Any]]:
     pages = []
     for item in items:
@@ -170,6 +182,13 @@ def _pages(warcs: WarcArchive, items: list[Item], result: ExportResult) -> list[
         except ArchiveError as exc:
             result.errors.append(f"{item.url}: {exc}")
             title, text = "", ""
+        try:
+            rendered = _rendered_text(warcs, item.capture)
+        except ArchiveError as exc:
+            result.errors.append(f"{item.url} (rendered): {exc}")
+            rendered = None
+        if rendered is not None and len(rendered[0]) + len(rendered[1]) > len(title) + len(text):
+            title, text = rendered
         if title:
             page["title"] = title
         if text:
