@@ -66,7 +66,7 @@ async def test_browser_capture_replays_from_wacz_in_replaywebpage(tmp_path: Path
         await page.goto(f"{base}/?url={home}")
         frame = await replay_frame(page, home)
         await frame.wait_for_function(
-            f"document.getElementById('text').textContent === {json.dumps(TEXT)}", timeout=WAIT_MS
+            f"document.getElementById('text')?.textContent === {json.dumps(TEXT)}", timeout=WAIT_MS
         )
         link = frame.locator("#nav a")
         assert await link.inner_text() == "added by a script"
