@@ -80,7 +80,7 @@ class Rules:
             Rule("scheme", LINK, self.scheme, "an absolute http(s) URL", roots=True),
             Rule("depth", LINK, self.depth, f"a page within max_depth {config.max_depth}", roots=True),
             Rule("length", QUEUE, self.length, f"within max_url_length {config.max_url_length}", roots=True),
-            Rule("host", QUEUE, self.host, f"same site as a root ({mode}), or a requisite"),
+            Rule("host", QUEUE, self.host, f"same site as a root ({mode})"),
             Rule("requisites", QUEUE, self.requisites, "a page, or requisites are on"),
             Rule("patterns", QUEUE, self.patterns, patterns),
             Rule("address", QUEUE, self.address, "no literal private address (names checked when resolved)"),
@@ -92,7 +92,15 @@ class Rules:
                 counted=True,
                 marks=("trap", "budget"),
             ),
-            Rule("plugins", QUEUE, self.plugin, "no plugin refused it", True, True, ("refused",)),
+            Rule(
+                "plugins",
+                QUEUE,
+                self.plugin,
+                "no plugin refused it in the crawl log",
+                True,
+                True,
+                ("refused",),
+            ),
             Rule("robots.txt", FETCH, self.robots, "allowed", roots=True),
         )
         self._queue = tuple(rule.check for rule in self.ordered if rule.stage == QUEUE)

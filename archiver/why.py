@@ -100,6 +100,9 @@ def explain(
             return explanation
         if rule.name == "robots.txt":
             steps.append(Step(rule.name, True, _robots_note(cleaned, robots)))
+        elif rule.name == "host" and kind is not LinkKind.PAGE and config.requisites:
+            detail = "another host is fine for a page requisite (image, CSS, script): it is never followed"
+            steps.append(Step(rule.name, True, detail))
         elif rule.name == "depth" and kind is not LinkKind.PAGE:
             steps.append(Step(rule.name, True, f"a {kind} is not followed: no depth limit"))
         elif rule.name == "depth" and logged is None and not is_root:
