@@ -37,6 +37,7 @@ from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .resume import reconcile
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
+from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
 from .urls import Scope, canonical_key, clean_url
 
@@ -66,6 +67,7 @@ class Crawler:
         self.limiter = HostLimiter(config)
         self.traps = TrapDetector(config)
         self.guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
+        self.rules = Rules(config, self.scope, self.guard, self.traps, self._plugin_refusal)
         self.robots: RobotsCache | None = None
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
@@ -279,8 +281,9 @@ class Crawler:
                 # no answer from the host at all: the root failed, robots.txt refused nothing
                 error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
                 return await self._failed(item, Outcome(None, error, self.config.max_tries))
-            if not verdict.allowed:
-                self._skip(item.url, verdict.reason or "robots.txt disallows it", item.referrer, item.depth)
+            refused = robots_refusal(verdict.allowed, verdict.reason)
+            if refused is not None:
+                self._skip(item.url, refused, item.referrer, item.depth)
                 return False
         outcome = await self._fetch_with_retries(item)
         if kept is not None:
@@ -408,6 +411,7 @@ class Crawler:
         candidates = []
         known = self._known_links
         depth = item.depth + 1
+        too_deep = self.rules.depth
         for link in links:
             is_page = link.kind is LinkKind.PAGE
             memo = link.url if is_page else "\0" + link.url
@@ -416,8 +420,9 @@ class Crawler:
             url = clean_url(link.url)
             if url is None:
                 continue
-            if is_page and depth > self.config.max_depth:
-                self._skip(url, f"depth {depth} > max_depth {self.config.max_depth}", referrer, depth)
+            refused = too_deep(url, depth, link.kind, referrer)
+            if refused is not None:
+                self._skip(url, refused, referrer, depth)
                 continue
             known[memo] = None
             candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
@@ -457,33 +462,17 @@ class Crawler:
         return new
 
     def _refusal(self, item: Item) -> str | None:
-        """Why `item` may not join the frontier, or None."""
-        if len(item.url) > self.config.max_url_length:
-            return f"URL longer than max_url_length {self.config.max_url_length}"
-        is_root = item.depth == 0 and item.referrer is None
-        if not is_root:
-            requisite = item.kind is not LinkKind.PAGE and self.config.requisites
-            if not requisite and not self.scope.host_allows(item.url):
-                return "host out of scope"
-            if item.kind is not LinkKind.PAGE and not self.config.requisites:
-                return "requisites disabled"
-            verdict = self.scope.pattern_verdict(item.url)
-            if verdict is not None:
-                return verdict
-            refused = self.guard.url_refusal(item.url)
-            if refused is not None:
-                return f"address guard: {refused}"
-            trap = self.traps.refusal(item.url)
-            if trap is not None:
-                return trap
-        if self.hooks.accept_url(item.url, item.referrer, self.crawl) is False:
-            name = self.hooks.url_refused_by(item.url, item.referrer, self.crawl) or "a plugin"
+        """Why `item` may not join the frontier, or None: the `queue` rules of `rules.Rules`."""
+        return self.rules.refusal(item.url, item.depth, item.kind, item.referrer)
+
+    def _plugin_refusal(self, url: str, referrer: str | None) -> str | None:
+        if self.hooks.accept_url(url, referrer, self.crawl) is False:
+            name = self.hooks.url_refused_by(url, referrer, self.crawl) or "a plugin"
             return f"refused by plugin {name} (accept_url)"
         return None
 
     def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
-        kind = reason.split(" ", 1)[0].rstrip(":")
-        self.crawl.stats[f"skipped_{kind}"] += 1
+        self.crawl.stats[f"skipped_{reason_kind(reason)}"] += 1
         if url in self._skipped_logged:
             return
         if len(self._skipped_logged) < _SKIP_LOG_MEMORY:

@@ -14,7 +14,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import click
 
@@ -55,92 +54,82 @@ def explain(
     robots: dict[str, RobotsEntry] | None,
     *,
     logged: dict[str, Any] | None = None,
+    kind: LinkKind | None = None,
 ) -> Explanation:
-    """Walk the crawler's rules over `url`; the first refusal decides.
+    """Walk the crawler's rules (`rules.Rules.ordered`) over `url`; the first refusal decides.
 
     `robots` maps origins to what their robots.txt said; None means robots.txt is not
-    consulted (`--ignore-robots`), a missing origin means it was never fetched.
+    consulted (`--ignore-robots`), a missing origin means it was never fetched.  The
+    depth and kind are the logged ones when the crawl met the URL; otherwise the URL is
+    judged as a link found on a root (a followed page unless `kind` says otherwise).
     """
     from .guard import AddressGuard
     from .robots import agent_token, origin_of
-    from .traps import repeated_segment
+    from .rules import Rules, reason_kind, saved_robots_check
+    from .traps import TrapDetector
     from .urls import Scope, canonical_key, clean_url
 
-    steps: list[Step] = []
-    cleaned = clean_url(url)
-    if cleaned is None:
-        steps.append(Step("scheme", False, "not an absolute http(s) URL"))
-        return _verdict(url, steps, logged)
-    steps.append(Step("scheme", True, "http(s)"))
-    if len(cleaned) > config.max_url_length:
-        detail = f"{len(cleaned)} characters > max_url_length {config.max_url_length}"
-        steps.append(Step("length", False, detail))
-        return _verdict(url, steps, logged)
-    steps.append(Step("length", True, f"{len(cleaned)} characters <= max_url_length {config.max_url_length}"))
-    root_keys = {canonical_key(r) for r in config.roots}
-    is_root = canonical_key(cleaned) in root_keys
+    logged_kind = (logged or {}).get("kind")
+    if kind is None:
+        kind = LinkKind(logged_kind) if logged_kind in {k.value for k in LinkKind} else LinkKind.PAGE
+    cleaned = clean_url(url) or url
+    is_root = canonical_key(cleaned) in {canonical_key(r) for r in config.roots}
+    depth, referrer = (0, None) if is_root else (1, config.roots[0] if config.roots else "")
+    if logged is not None and not is_root and isinstance(logged.get("depth"), int):
+        depth = logged["depth"]
     scope = Scope(config.roots, config.strict, config.include, config.exclude)
-    if is_root:
-        steps.append(Step("host", True, "a root of the crawl: host and patterns do not apply"))
-    else:
-        if scope.host_allows(cleaned):
-            steps.append(
-                Step("host", True, f"same site as a root ({'strict' if config.strict else 'lenient'})")
-            )
-        elif config.requisites:
-            detail = "another host: only fetched as a page requisite (image, CSS, script), never followed"
-            steps.append(Step("host", True, detail))
-        else:
-            steps.append(Step("host", False, "host out of scope (and requisites are off)"))
-            return _verdict(url, steps, logged)
-        pattern = scope.pattern_verdict(cleaned)
-        if pattern is not None:
-            steps.append(Step("patterns", False, pattern))
-            return _verdict(url, steps, logged)
-        steps.append(Step("patterns", True, _patterns_note(config)))
-        refused = AddressGuard(config.roots, allow_all=config.allow_private_redirects).url_refusal(cleaned)
+    guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
+    agent = agent_token(config.user_agent)
+    check_robots = saved_robots_check(robots, agent, config.max_tries) if robots is not None else None
+    rules = Rules(config, scope, guard, TrapDetector(config), None, check_robots)
+    skipped = str(logged.get("reason")) if logged is not None and logged.get("outcome") == "skipped" else None
+    steps: list[Step] = []
+    for rule in rules.ordered:
+        if is_root and not rule.roots:
+            steps.append(Step(rule.name, True, "a root of the crawl: does not apply"))
+            continue
+        refused = rule.check(cleaned, depth, kind, referrer)
+        if refused is None and rule.counted and skipped is not None and reason_kind(skipped) in rule.marks:
+            refused = skipped  # a count of the crawl's history: only the log knows it
         if refused is not None:
-            steps.append(Step("address", False, f"address guard: {refused}"))
-            return _verdict(url, steps, logged)
-        steps.append(Step("address", True, "no literal private address (names are checked when resolved)"))
-        trap = repeated_segment(urlsplit(cleaned).path, config.max_repeated_segments)
-        if trap is not None:
-            detail = f"trap: path segment {trap[0]!r} repeats {trap[1]} times (max_repeated_segments)"
-            steps.append(Step("traps", False, detail))
-            return _verdict(url, steps, logged)
-        steps.append(Step("traps", True, "no repeated path segment (query and budget counts: see the log)"))
-    if robots is None:
-        steps.append(Step("robots.txt", True, "not consulted (robots = false / --ignore-robots)"))
-    else:
-        entry = robots.get(origin_of(cleaned))
-        if entry is None:
-            steps.append(Step("robots.txt", True, f"no robots.txt of {origin_of(cleaned)} was fetched"))
+            steps.append(Step(rule.name, False, refused))
+            explanation = _verdict(url, steps, logged)
+            if rule.name == "robots.txt" and robots is not None:
+                entry = robots.get(origin_of(cleaned))
+                explanation.unreachable = entry is not None and entry.unreachable
+            return explanation
+        if rule.name == "robots.txt":
+            steps.append(Step(rule.name, True, _robots_note(cleaned, robots)))
+        elif rule.name == "host" and kind is not LinkKind.PAGE and config.requisites:
+            detail = "another host is fine for a page requisite (image, CSS, script): it is never followed"
+            steps.append(Step(rule.name, True, detail))
+        elif rule.name == "depth" and kind is not LinkKind.PAGE:
+            steps.append(Step(rule.name, True, f"a {kind} is not followed: no depth limit"))
+        elif rule.name == "depth" and logged is None and not is_root:
+            steps.append(Step(rule.name, True, "the depth a link was found at: see the log"))
         else:
-            verdict = entry.verdict(cleaned, agent_token(config.user_agent), config.max_tries)
-            if verdict.unreachable:
-                steps.append(Step("robots.txt", False, verdict.reason or "host unreachable"))
-                explanation = _verdict(url, steps, logged)
-                explanation.unreachable = True
-                return explanation
-            if not verdict.allowed:
-                steps.append(Step("robots.txt", False, verdict.reason or "disallowed"))
-                return _verdict(url, steps, logged)
-            steps.append(Step("robots.txt", True, f"allowed ({entry.state}: {entry.note})"))
+            steps.append(Step(rule.name, True, rule.admits))
     return _verdict(url, steps, logged)
 
 
-def _patterns_note(config: Config) -> str:
-    if not config.include and not config.exclude:
-        return "no include/exclude pattern set"
-    return "no exclude pattern matches" + (", an include pattern matches" if config.include else "")
+def _robots_note(url: str, robots: dict[str, RobotsEntry] | None) -> str:
+    from .robots import origin_of
+
+    if robots is None:
+        return "not consulted (robots = false / --ignore-robots)"
+    entry = robots.get(origin_of(url))
+    if entry is None:
+        return f"no robots.txt of {origin_of(url)} was fetched"
+    return f"allowed ({entry.state}: {entry.note})"
 
 
 def _verdict(url: str, steps: list[Step], logged: dict[str, Any] | None) -> Explanation:
     failed = next((s for s in steps if not s.passed), None)
-    if logged is not None and logged.get("outcome") == "skipped":
-        return Explanation(url, False, str(logged.get("reason")), steps, logged)
     if failed is not None:
         return Explanation(url, False, f"{failed.rule}: {failed.detail}", steps, logged)
+    if logged is not None and logged.get("outcome") == "skipped":
+        # a refusal no rule can replay (the redirect limit, the page budget)
+        return Explanation(url, False, str(logged.get("reason")), steps, logged)
     return Explanation(url, True, "every rule admits it", steps, logged)
 
 
@@ -201,7 +190,12 @@ def render(explanation: Explanation) -> str:
 @click.argument("archive", type=click.Path(path_type=Path))
 @click.argument("urls", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON result.")
-def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "--requisite",
+    is_flag=True,
+    help="Judge a URL the crawl never met as a page requisite (image, CSS, script), not a followed link.",
+)
+def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: bool) -> None:
     """Say for each URL whether the crawl in ARCHIVE takes it, and which rule decided.
 
     Shows the crawl log's record of the URL (fetched, failed or skipped, with the
@@ -215,7 +209,11 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool) -> None:
         raise UsageError(f"{archive} is not an archive (no crawl.toml)")
     config = load_config(config_path)
     robots = saved_robots(archive, agent_token(config.user_agent)) if config.robots else None
-    results = [explain(url, config, robots, logged=find_in_log(archive, url)) for url in urls]
+    results = []
+    for url in urls:
+        logged = find_in_log(archive, url)
+        kind = LinkKind.REQUISITE if requisite and logged is None else None
+        results.append(explain(url, config, robots, logged=logged, kind=kind))
     if as_json:
         click.echo(json.dumps([asdict(r) for r in results], indent=2))
         return

@@ -564,3 +564,32 @@ async def test_a_crawl_follows_pages_and_fetches_requisites_from_other_hosts(
     }
     assert other_site.hits["/foreign.png"] == 1
     assert other_site.hits["/foreign.html"] == 0
+
+
+COMMENT_TRICKS = [
+    '<!--><a href="after-empty-comment.html">x</a>-->',
+    '<!---><a href="after-dash-comment.html">x</a>-->',
+    '<!-- x --!><a href="after-bang-end.html">x</a>-->',
+    '<!-- <a href="hidden.html"> --!-><a href="still-hidden.html"> --><a href="shown.html">',
+    '<!--><meta http-equiv="refresh" content="1;url=/refreshed">-->',
+    '<!-- a -- b --><a href="dashes-inside.html">x</a>',
+    '<!--a--!><img src="pic.png"><!-- <a href="closed-late.html"> --!><a href="after.html">',
+    '<svg><style><a href="in-svg-style.html"></a></style></svg><a href="after-svg.html">x</a>',
+    '<! <a href="in-bogus-comment.html"> <? <a href="in-processing.html"> <a href="after-bogus.html">',
+    '</p title="<a href=in-end-tag.html>"><a href="after-end-tag.html">',
+    '<p data=x"><a href="after-unquoted.html">"</p><iframe><a href="in-iframe.html"></iframe>',
+    '<noscript><a href="in-noscript.html"></noscript><plaintext><a href="in-plaintext.html">',
+]
+
+
+@pytest.mark.parametrize("snippet", COMMENT_TRICKS)
+def test_the_tokenizer_fallback_reads_comments_as_a_browser_does(snippet: str) -> None:
+    from archiver_plugins.links.html import parsed_links
+
+    document = f"<!doctype html><body>{snippet}<a href='/last.html'>last</a></body>"
+    browser = LinkCollector(Resolver(BASE))
+    parsed_links(document, browser)  # lexbor, the HTML standard's tokenizer and tree builder
+    out = LinkCollector(Resolver(BASE))
+    tokenized_links(document, out)
+    assert pairs(out.links) == pairs(browser.links)
+    assert browser.links  # the comparison is not between two empty lists

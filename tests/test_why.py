@@ -11,6 +11,7 @@ from conftest import CrawlFn, Site
 
 from archiver.cli import main
 from archiver.config import load_config
+from archiver.model import LinkKind
 from archiver.robots import entry_from_body, origin_of
 from archiver.why import explain
 
@@ -71,7 +72,9 @@ def test_explain_walks_the_rules_in_order() -> None:
     assert old.decided_by == "robots.txt: robots.txt Disallow: /docs/old (User-agent: *)"
     assert explain("http://example.org/docs/new", config, robots).in_scope
     assert explain("http://example.org/docs/old", config, None).in_scope
-    guarded = explain("http://10.0.0.1/docs/", config.replace(requisites=True), robots)
+    requisites = config.replace(requisites=True)
+    assert explain("http://10.0.0.1/docs/", requisites, robots).decided_by == "host: host out of scope"
+    guarded = explain("http://10.0.0.1/docs/", requisites, robots, kind=LinkKind.REQUISITE)
     assert guarded.decided_by.startswith("address: address guard: 10.0.0.1 is a private address")
 
 
@@ -88,3 +91,42 @@ async def test_dry_run_fetches_robots_only_and_writes_nothing(
     assert "verdict: out of scope" in out
     assert site.hits == {"/robots.txt": 1}
     assert not output.exists()
+
+
+async def test_why_agrees_with_the_crawl_log_for_every_url(
+    site: Site, other_site: Site, crawl_archive: CrawlFn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other_site.page("/foo", "elsewhere")
+    site.page("/", links=["/a", "/skip/me", other_site.url("/foo")])
+    site.page("/a", links=["/b"])
+    site.page("/b", links=["/c"])
+    site.page("/c", "too deep")
+    crawl = await crawl_archive(site.url("/"), exclude=["/skip/"], max_depth=2)
+    log = {}
+    for line in (crawl.archive / "crawl-log.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        log[record["url"]] = record
+    urls = [site.url(p) for p in ("/", "/a", "/b", "/c", "/skip/me")] + [other_site.url("/foo")]
+    assert {log[url]["outcome"] for url in urls} == {"fetched", "skipped"}
+    assert main(["why", "--json", str(crawl.archive), *urls]) == 0
+    for url, explained in zip(urls, json.loads(capsys.readouterr().out), strict=True):
+        record = log[url]
+        assert explained["in_scope"] == (record["outcome"] == "fetched"), url
+        refused = [step for step in explained["steps"] if not step["passed"]]
+        if record["outcome"] == "skipped":
+            assert refused and refused[0]["detail"] == record["reason"], url
+            assert explained["decided_by"] == f"{refused[0]['rule']}: {record['reason']}"
+        else:
+            assert not refused, url
+
+
+async def test_why_another_host_is_out_of_scope(
+    site: Site, crawl_archive: CrawlFn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", "home")
+    crawl = await crawl_archive(site.url("/"))
+    assert main(["why", str(crawl.archive), "https://example.com/foo"]) == 0
+    out = capsys.readouterr().out
+    assert "NO  host" in out
+    assert "ok  host" not in out
+    assert "verdict: out of scope: host: host out of scope" in out

@@ -1,9 +1,17 @@
-"""Link extraction by tokenizing tags with regular expressions, in linear time.
+"""Link extraction from the tags a browser's tokenizer finds, in linear time, without a tree.
 
 Used instead of the HTML parser when `nesting.exceeds_budget` says the parser would take
-too long.  It reads comments, raw-text elements (`script`, `style`, ...) and quoted
-attribute values the way the HTML tokenizer does, closely enough for links; an
-unterminated comment or quote runs to the end of the document, as in a browser.
+too long.  One regular expression reads the document the way the HTML tokenizer does:
+comments end where the standard ends them (``<!-->``, ``<!--->``, ``--!>``), doctypes and
+bogus comments at the first ``>``, end tags are read whole with their (quoted)
+attributes, a value is quoted only right after ``=``, raw-text elements end at their own
+end tag and ``<plaintext>`` at the end of the document.  An unterminated comment or quote
+runs to the end, as in a browser.
+
+Whether ``<style>`` or ``<title>`` is raw text depends on the tree inside SVG and MathML,
+so a document with such content is read by `markup.scan_tags`, which keeps that much of
+the tree (it costs about three times as much per tag).  Left to the parser: the
+``<!-- <script>`` escapes inside a script.
 """
 
 from __future__ import annotations
@@ -13,17 +21,38 @@ import re
 
 from .collector import LinkCollector
 from .css import css_links
+from .markup import scan_tags
 from .rules import ELEMENTS, element_links
 
-# Attribute text up to the closing '>'; a quoted value may contain '>'.
-_ATTRIBUTES = r"""((?:[^>"']++|"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))*+)(?:>|\Z)"""
+_SPACE = r"\t\n\f\r "
+# Attribute text up to the closing '>'; a value quoted right after '=' may contain '>'.
+_ATTRIBUTES = rf"""(?:[^>=]++|=[{_SPACE}]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))?)*+(?:>|\Z)"""
+_RAW_TEXT = "script|style|textarea|title|xmp|iframe|noembed|noframes"
+_NAME_END = rf"(?=[{_SPACE}/>]|\Z)"
+# What no link comes from, skipped inside the regular expression: text, comments ('<!-->' and
+# '<!--->' end at once), doctypes and bogus comments, end tags read whole, a '<' starting nothing.
+_SKIPPED = (
+    r"(?:[^<]++|<!--(?:-?>|.*?(?:--!?>|\Z))|<[!?][^>]*+(?:>|\Z)"
+    rf"|</(?:[A-Za-z]{_ATTRIBUTES}|>|[^>]*+(?:>|\Z))|<(?![A-Za-z!?/]))*+"
+)
 _TOKEN = re.compile(
-    r"<!--.*?(?:-->|\Z)"
-    r"|<(script|style|textarea|title|xmp|noembed|noframes)\b" + _ATTRIBUTES + r"(.*?)(?:</\1\s*>|\Z)"
-    r"|<([A-Za-z][^\s/>]*)" + _ATTRIBUTES,
+    _SKIPPED + rf"(?:<({_RAW_TEXT}){_NAME_END}({_ATTRIBUTES})(.*?)(?:</\1{_NAME_END}{_ATTRIBUTES}|\Z)"
+    rf"|<(plaintext){_NAME_END}"
+    rf"|<([A-Za-z][^{_SPACE}/>]*)({_ATTRIBUTES})"
+    r"|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
-_ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s>]*)))?""")
+_ATTRIBUTE = re.compile(
+    rf"""([^{_SPACE}/>][^{_SPACE}/>=]*)"""
+    rf"""(?:[{_SPACE}]*=[{_SPACE}]*(?:"([^"]*)"?|'([^']*)'?|([^{_SPACE}>]*)))?"""
+)
+_FOREIGN = frozenset({"svg", "math"})
+
+# The elements HTML gives a `background` attribute; any other tag is kept for its `style`.
+_BACKGROUND = frozenset({"body", "table", "thead", "tbody", "tfoot", "tr", "td", "th"})
+_KEPT = ELEMENTS | _BACKGROUND
+
+Element = tuple[str, dict[str, str | None], str | None]
 
 
 def parse_attributes(text: str) -> dict[str, str | None]:
@@ -43,32 +72,47 @@ def parse_attributes(text: str) -> dict[str, str | None]:
 
 def tokenized_links(text: str, out: LinkCollector) -> None:
     """Add the links of an HTML document without building its tree."""
-    elements: list[tuple[str, dict[str, str | None], str | None]] = []
-    base: str | None = None
-    for match in _TOKEN.finditer(text):
-        raw_name, raw_attributes, content, tag_name, tag_attributes = match.groups()
-        if raw_name is not None:
-            name = raw_name.lower()
-            elements.append((name, parse_attributes(raw_attributes), content))
-            continue
-        if tag_name is None:
-            continue  # a comment
-        name = tag_name.lower()
-        if name not in ELEMENTS:
-            lowered = tag_attributes.lower()
-            if "style" not in lowered and "background" not in lowered:
-                continue
-        attributes = parse_attributes(tag_attributes)
-        if name == "base":
-            if base is None and attributes.get("href"):
-                base = attributes["href"]
-            continue
-        elements.append((name, attributes, None))
+    elements = _matched(text)
+    if elements is None:
+        elements = _scanned(text)
+    base = next((a["href"] for name, a, _ in elements if name == "base" and a.get("href")), None)
     if base is not None:
         out.rebase(base)
     for name, attributes, content in elements:
+        if name == "base":
+            continue
         element_links(name, attributes, out)
         if name == "style" and content:
             css_links(content, out)
         if out.overflow:
             return
+
+
+def _matched(text: str) -> list[Element] | None:
+    """The elements links come from, or None for a document with SVG or MathML in it."""
+    elements: list[Element] = []
+    for match in _TOKEN.finditer(text):
+        raw_name, raw_attributes, content, plaintext, tag_name, tag_attributes = match.groups()
+        if raw_name is not None:
+            elements.append((raw_name.lower(), parse_attributes(raw_attributes), content))
+        elif plaintext is not None:
+            break  # the rest of the document is text
+        elif tag_name is not None:
+            name = tag_name.lower()
+            if name in _FOREIGN:
+                return None
+            if name not in _KEPT and "style" not in tag_attributes.lower():
+                continue
+            attributes = parse_attributes(tag_attributes)
+            if name in _KEPT or attributes.get("style") is not None:
+                elements.append((name, attributes, None))
+    return elements
+
+
+def _scanned(text: str) -> list[Element]:
+    elements: list[Element] = []
+    for tag in scan_tags(text, _KEPT):
+        attributes = {attribute.name: attribute.value for attribute in tag.attributes}
+        content = None if tag.content is None else text[tag.content[0] : tag.content[1]]
+        elements.append((tag.name, attributes, content))
+    return elements

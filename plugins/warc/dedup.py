@@ -19,6 +19,7 @@ make a revisit without an original, so the table errs on the side of missing row
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,8 @@ from pathlib import Path
 from .capture import Capture
 from .cdxj import cdxj_path_for, index_warc, read_cdxj
 from .records import Original
+
+log = logging.getLogger(__name__)
 
 DB_NAME = "warc-dedup.sqlite"
 BATCH = 512
@@ -182,8 +185,10 @@ class DedupTable:
         for name in todo:
             path = closed[name]
             index = cdxj_path_for(path)
-            captures = read_cdxj(index) if index.is_file() else index_warc(path)
+            damaged = _Damaged()
+            captures = read_cdxj(index, damaged) if index.is_file() else index_warc(path)
             self._ingest(name, captures)
+            damaged.warn()
         return len(todo)
 
     def _ingest(self, name: str, captures: Iterable[Capture]) -> None:
@@ -198,6 +203,27 @@ class DedupTable:
                 ),
             )
             self._db.execute("UPDATE files SET complete = 1 WHERE id = ?", (file_id,))
+
+
+class _Damaged:
+    """Lines of a CDXJ file that could not be read: the first named, the others counted.
+
+    Such a line costs a full copy of its payload later instead of a revisit, never the crawl.
+    """
+
+    def __init__(self) -> None:
+        self.first: str | None = None
+        self.count = 0
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = message
+
+    def warn(self) -> None:
+        if self.first is not None:
+            more = f" ({self.count - 1} more such lines)" if self.count > 1 else ""
+            log.warning("%s%s", self.first, more)
 
 
 def _iso(t: str) -> str:
