@@ -21,7 +21,6 @@ import re
 
 from .collector import LinkCollector
 from .css import css_links
-from .markup import scan_tags
 from .rules import ELEMENTS, element_links
 
 _SPACE = r"\t\n\f\r "
@@ -110,6 +109,9 @@ def _matched(text: str) -> list[Element] | None:
 
 
 def _scanned(text: str) -> list[Element]:
+    # Imported here: every command line loads this plugin, and markup loads selectolax.
+    from .markup import scan_tags
+
     elements: list[Element] = []
     for tag in scan_tags(text, _KEPT):
         attributes = {attribute.name: attribute.value for attribute in tag.attributes}
