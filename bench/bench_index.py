@@ -5,6 +5,7 @@
     python bench/bench_index.py --pages 2000 --crawl-only --repeat 3
     python bench/bench_index.py --pages 300 --analyzer          # analyzer CPU: filter chain vs one pass
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
+    python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
@@ -454,6 +455,26 @@ merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
     )
 
 
+def memory_curve(counts: list[int], batch_size: int, folder: Path) -> None:
+    """Peak RSS of one writer process (as while a crawl runs, or with processes = 1) that
+    drains a spool of each size: flat when the writer's memory does not grow with pages."""
+    for count in counts:
+        archive = folder / f"curve-{count}"
+        spool_pages(archive, count)
+        drain = f"""
+import sys
+from archiver_plugins.index.writer import main
+sys.exit(main([{str(archive)!r}, "--processes", "1", "--batch-size", "{batch_size}"]))
+"""
+        wall, cpu, rss = child(drain, stdin=b"drain\n")
+        print(
+            f"writer, {count:7,} pages: peak RSS {rss:6.0f} MB"
+            f"  wall {wall:7.1f} s  CPU {cpu:7.1f} s  ({load()})",
+            flush=True,
+        )
+        shutil.rmtree(archive, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10_000)
@@ -469,10 +490,15 @@ def main() -> None:
     parser.add_argument(
         "--parallel", type=int, metavar="N", help="only: catch-up, reindex, merge with N processes"
     )
+    parser.add_argument(
+        "--memory-curve", metavar="N,N,...", help="only: peak RSS of the writer process for each page count"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        if args.analyzer:
+        if args.memory_curve:
+            memory_curve([int(n) for n in args.memory_curve.split(",")], args.batch_size, folder)
+        elif args.analyzer:
             analyzer_cpu(args.pages)
         elif args.parallel:
             compare_parallel(args.pages, args.parallel, folder)

@@ -228,8 +228,11 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
                 yield token
 
     def _decide(self, word: str) -> _Pieces:
-        """What the filter chain makes of one word, remembered."""
+        """What the filter chain makes of one word, remembered unless it is a CJK run: a run is
+        a whole sentence, rarely seen twice, and its pieces take kilobytes."""
         pieces = self._chain(word)
+        if isinstance(pieces, tuple):
+            return pieces
         if len(self._memo) >= MEMO_SIZE:
             self._memo.clear()
         self._memo[word] = pieces
