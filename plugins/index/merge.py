@@ -78,9 +78,30 @@ def merge_indexes(archive: Path, sources: Sequence[Path]) -> int | None:
         catch_up(archive)
     ix = open_index(archive)
     try:
+        lacking = _lacking(ix, archive)
+        if lacking:
+            log.warning("merge: the joined index lacks %s; rebuilding from the WARC files", lacking)
+            return None
         return int(ix.doc_count())
     finally:
         ix.close()
+
+
+def _lacking(ix: Any, archive: Path) -> str | None:
+    """The first indexable page of the WARC files that no live document of `ix` holds at its
+    newest capture time, or None: the joined index must answer as a rebuild would."""
+    from .recover import newest_indexable
+
+    with ix.searcher() as searcher:
+        for url, capture in newest_indexable(archive).items():
+            if capture.is_revisit:
+                continue  # its media type is in its record: a rebuild may not index it either
+            times = [
+                str(searcher.stored_fields(n).get("time", "")) for n in searcher.document_numbers(url=url)
+            ]
+            if not times or max(times) < capture.timestamp:
+                return url
+    return None
 
 
 def _keep_newest(ix: Any) -> None:
