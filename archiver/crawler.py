@@ -400,7 +400,7 @@ class Crawler:
             self.crawl.stats["redirect_limit"] += 1
             self._skip(target, "redirect limit reached", item.url, item.depth)
             return 0
-        if item.depth == 0 and item.referrer is None and not self.scope.host_allows(target):
+        if _is_root(item) and not self.scope.host_allows(target):
             self.scope.add_site(target)
         next_item = Item(target, item.depth, item.redirects_left - 1, item.url, item.kind)
         return await self._add([next_item], coalesce=True)

@@ -51,20 +51,9 @@ from archiver.hookspecs import hookimpl
 
 
 def index_pages(archive: Path, count: int, batch_size: int) -> dict[str, float]:
-    spool = Spool(spool_path(archive))
     started = time.perf_counter()
-    batch: list[Capture] = []
-    total_bytes = 0
-    for url, body in pages(count):
-        total_bytes += len(body)
-        batch.append(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
-        if len(batch) == 64:
-            spool.add(batch)
-            batch = []
-    if batch:
-        spool.add(batch)
+    total_bytes = spool_pages(archive, count)
     spooled = time.perf_counter() - started
-    spool.close()
     started = time.perf_counter()
     cpu = time.process_time()
     run(archive, batch_size, 1e9, 200_000, control=Control("drain"), lock_wait=0)
@@ -324,10 +313,13 @@ def high_water_kib(pid: int) -> int:
     return 0
 
 
-def spool_pages(archive: Path, count: int) -> None:
+def spool_pages(archive: Path, count: int) -> int:
+    """Spool `count` generated pages into `archive`'s index spool; returns their bytes."""
     spool = Spool(spool_path(archive))
     batch: list[Capture] = []
+    total_bytes = 0
     for url, body in pages(count):
+        total_bytes += len(body)
         batch.append(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
         if len(batch) == 64:
             spool.add(batch)
@@ -335,6 +327,7 @@ def spool_pages(archive: Path, count: int) -> None:
     if batch:
         spool.add(batch)
     spool.close()
+    return total_bytes
 
 
 def write_warcs(archive: Path, items: list[tuple[str, bytes]], name: str = "bench") -> None:

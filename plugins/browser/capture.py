@@ -133,7 +133,7 @@ class BrowserCapture:
         for page in await self.hooks.archived_pages([url], since, crawl):
             if page.status:
                 crawl.stats["browser.from_archive"] += 1
-                answer = Answer(page.url, page.status, page.headers, _decoded(page, crawl))
+                answer = Answer(page.url, page.status, page.headers, await _decoded(page, crawl))
                 self.cache.put(answer)
                 return answer
         if len(self._not_held) < 100_000:
@@ -162,11 +162,17 @@ class BrowserCapture:
             )
 
 
-def _decoded(page: Page, crawl: Crawl) -> bytes:
-    """A stored body with its Content-Encoding undone, as the browser must be given it."""
+async def _decoded(page: Page, crawl: Crawl) -> bytes:
+    """A stored body with its Content-Encoding undone, as the browser must be given it
+    (in a thread: inflating up to max_decoded_size must not hold the event loop)."""
     from archiver.decode import decode_content
 
     config = crawl.config
-    return decode_content(
-        page.body, page.header("Content-Encoding"), config.max_decoded_size, config.max_decompression_ratio
-    ).content
+    decoded = await asyncio.to_thread(
+        decode_content,
+        page.body,
+        page.header("Content-Encoding"),
+        config.max_decoded_size,
+        config.max_decompression_ratio,
+    )
+    return decoded.content

@@ -44,7 +44,7 @@ def merge_indexes(archive: Path, sources: Sequence[Path]) -> int | None:
     """Build `archive`'s index from its sources' segments; returns its document count, or
     None when a source has no usable index (the caller rebuilds from the WARC files)."""
     from .recover import bring_in_line
-    from .reindex import _clear_spool, _swap, catch_up
+    from .reindex import _clear_spool, _swap, catch_up, whoosh_dir_of
 
     indexes = source_indexes(sources)
     if indexes is None:
@@ -60,7 +60,7 @@ def merge_indexes(archive: Path, sources: Sequence[Path]) -> int | None:
             for source in indexes:
                 for segment in source._segments():
                     for name in segment.list_files(source.storage):
-                        shutil.copyfile(Path(source.storage.folder) / name, building / name)
+                        shutil.copyfile(whoosh_dir_of(source) / name, building / name)
                     segments.append(segment)
             commit_segments(ix, segments, ())
             _keep_newest(ix)

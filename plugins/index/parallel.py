@@ -73,9 +73,6 @@ class Workers:
             self._jobs.append(jobs)
             self._processes.append(process)
 
-    def __len__(self) -> int:
-        return len(self._processes)
-
     def index(self, row_ids: Sequence[int]) -> tuple[list[Any], int, int]:
         """Index spooled rows (contiguous shares, one per worker): (segments, indexed, skipped)."""
         share = -(-len(row_ids) // len(self._jobs))

@@ -27,7 +27,7 @@ from archiver.errors import ArchiveError
 __all__ = ["Member", "ReadLimits", "RecordError", "iter_members", "parse_record", "read_member"]
 
 _CHUNK = 64 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"
 _HEADER_SLACK = 256 * 1024
 """Room for the WARC and HTTP header blocks around a body of the largest size."""
 
@@ -103,7 +103,7 @@ def is_gzip(handle: BinaryIO) -> bool:
     start = handle.tell()
     magic = handle.read(2)
     handle.seek(start)
-    return magic == _GZIP_MAGIC
+    return magic == GZIP_MAGIC
 
 
 def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Member]:
@@ -143,7 +143,7 @@ def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMI
 
 def _gzip_member(handle: BinaryIO, offset: int, data: bytes, cap: int) -> tuple[Member, bytes]:
     """The member starting with `data` (read on from `handle` as needed), and the bytes after it."""
-    if not data.startswith(_GZIP_MAGIC):
+    if not data.startswith(GZIP_MAGIC):
         what = "NUL bytes" if not data.strip(b"\0") else "bytes that are not a gzip member"
         return Member(offset, 0, b"", f"{what} where a record should start", fatal=True), b""
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)

@@ -350,21 +350,19 @@ class RecordMaker:
         """One resource record per (URI, content type, block): what a plugin derived from a page
         (its rendered DOM, a screenshot), under a ``urn:`` URI of its own."""
         date = warc_date(moment)
+        timestamp = iso_date_to_timestamp(date)
         records = []
         for uri, content_type, block in parts:
+            digest = payload_digest(block)
             record, record_id = self._record(
                 uri,
                 "resource",
                 block=block,
-                headers={"WARC-Date": date, "WARC-Payload-Digest": payload_digest(block)},
+                headers={"WARC-Date": date, "WARC-Payload-Digest": digest},
                 content_type=content_type,
             )
             index = IndexFields(
-                url=uri,
-                timestamp=iso_date_to_timestamp(date),
-                status=None,
-                mime=clean_mime(content_type),
-                digest=payload_digest(block),
+                url=uri, timestamp=timestamp, status=None, mime=clean_mime(content_type), digest=digest
             )
             records.append(Serialized(self._serialize(record), "resource", record_id, index))
         return PageRecords(records=tuple(records), digest=None, original=None)

@@ -31,13 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .members import DEFAULT_LIMITS, ReadLimits
+from .members import DEFAULT_LIMITS, GZIP_MAGIC, ReadLimits
 
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 
 _CHUNK = 1024 * 1024
 _MAX_HEADER_BLOCK = 1024 * 1024
-_GZIP_MAGIC = b"\x1f\x8b"
 _TOO_BIG = "record is more than"
 _DIGESTS = {"sha1": "sha1", "sha256": "sha256", "sha512": "sha512", "md5": "md5"}
 
@@ -118,7 +117,7 @@ def verify_file(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS) -> Verify
     path = Path(path)
     report = VerifyReport(path=path, size=path.stat().st_size)
     with path.open("rb") as handle:
-        report.gzip = handle.read(2) == _GZIP_MAGIC
+        report.gzip = handle.read(2) == GZIP_MAGIC
         handle.seek(0)
         if report.gzip:
             _verify_gzip(handle, report, limits.max_record_size)
@@ -188,7 +187,7 @@ def _gzip_members(handle: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes,
     offset = 0
     pending = handle.read(_CHUNK)
     while pending:
-        if not pending.startswith(_GZIP_MAGIC):
+        if not pending.startswith(GZIP_MAGIC):
             rest = len(pending) + len(handle.read())
             what = "NUL bytes" if not pending.strip(b"\0") else "bytes that are not a gzip member"
             yield offset, 0, b"", f"{rest} {what} after the last whole record"

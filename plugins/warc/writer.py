@@ -34,7 +34,7 @@ from archiver.model import Crawl, Link, Page
 
 from .records import warcinfo_fields
 from .settings import WarcSettings
-from .worker import HEAD, frame, page_message, split_frames
+from .worker import frame, page_message, split_frames
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,6 @@ class WriterProcess:
             if not chunk:
                 break
             buffer += chunk
-            if len(buffer) < HEAD:
-                continue
             for status, seq, result, logs in split_frames(buffer):
                 for level, name, message in logs:
                     logging.getLogger(name).log(level, "%s", message)

@@ -226,7 +226,8 @@ def rewrite_html(text: str, urls: UrlRewriter, banner: str = "", preamble: str =
                 break
     edits: list[tuple[int, int, str]] = []
     if preamble:
-        edits.append((_preamble_position(text, tags), _preamble_position(text, tags), preamble))
+        at = _preamble_position(text, tags)
+        edits.append((at, at, preamble))
     for tag in tags:
         _rewrite_tag(tag, urls, edits)
         if tag.name == "style" and tag.content is not None:
