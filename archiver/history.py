@@ -1,0 +1,123 @@
+"""The archive's crawl history (`crawls.jsonl`): which crawls ran into it, and when.
+
+An archive is crawled more than once (`--recrawl`, `--update`), and "what changed" only has a
+meaning between two numbered crawls. The WARC files say when each capture was made, not which
+crawl made it; this file gives the crawls' numbers and time spans, so a capture belongs to the
+crawl whose span holds its date.
+
+One JSON object per line, appended and flushed as it happens, like the crawl log:
+
+    {"event": "start", "crawl": 2, "mode": "update", "at": "2026-11-23T10:00:00+00:00"}
+    {"event": "resume", "crawl": 2, "at": "..."}
+    {"event": "finish", "crawl": 2, "at": "...", "complete": true}
+
+A torn last line (the process was killed while writing it) is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+HISTORY_NAME = "crawls.jsonl"
+MAX_HISTORY_BYTES = 16 * 1024 * 1024
+"""A history is a few lines per crawl; anything larger is not one of ours."""
+
+Mode = Literal["crawl", "recrawl", "update"]
+MODES: tuple[Mode, ...] = ("crawl", "recrawl", "update")
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRun:
+    """One numbered crawl: started once, perhaps resumed, finished when its queue emptied."""
+
+    number: int
+    mode: Mode
+    started: datetime
+    finished: datetime | None = None
+    complete: bool = False
+    resumes: int = 0
+
+    def holds(self, when: datetime, next_start: datetime | None) -> bool:
+        """Whether a capture made at `when` belongs to this crawl.
+
+        A crawl's span runs to the next crawl's start, not to its own finish: an
+        interrupted crawl that was never resumed still owns what it captured.
+        """
+        return self.started <= when and (next_start is None or when < next_start)
+
+
+def read_history(archive: Path) -> list[CrawlRun]:
+    """The archive's crawls, oldest first; empty when it has no history file."""
+    path = archive / HISTORY_NAME
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_HISTORY_BYTES + 1)
+    except FileNotFoundError:
+        return []
+    runs: dict[int, CrawlRun] = {}
+    for line in data[:MAX_HISTORY_BYTES].splitlines():
+        event = _parse(line)
+        if event is None:
+            continue
+        number, kind, at = event["crawl"], event["event"], event["at"]
+        if kind == "start":
+            runs[number] = CrawlRun(number, event["mode"], at)
+        elif number in runs and kind == "resume":
+            runs[number] = replace(runs[number], resumes=runs[number].resumes + 1, finished=None)
+        elif number in runs and kind == "finish":
+            runs[number] = replace(runs[number], finished=at, complete=bool(event.get("complete")))
+    return [runs[number] for number in sorted(runs)]
+
+
+def record_start(archive: Path, mode: Mode, at: datetime) -> CrawlRun:
+    """Number a new crawl of `archive` and write its start line."""
+    runs = read_history(archive)
+    run = CrawlRun(runs[-1].number + 1 if runs else 1, mode, at)
+    _append(archive, {"event": "start", "crawl": run.number, "mode": mode, "at": at.isoformat()})
+    return run
+
+
+def record_resume(archive: Path, at: datetime) -> CrawlRun:
+    """Note that the latest crawl goes on; a history-less archive gets its first number."""
+    runs = read_history(archive)
+    if not runs:
+        return record_start(archive, "crawl", at)
+    _append(archive, {"event": "resume", "crawl": runs[-1].number, "at": at.isoformat()})
+    return replace(runs[-1], resumes=runs[-1].resumes + 1, finished=None)
+
+
+def record_finish(archive: Path, number: int, at: datetime, *, complete: bool) -> None:
+    _append(archive, {"event": "finish", "crawl": number, "at": at.isoformat(), "complete": complete})
+
+
+def _append(archive: Path, event: dict[str, Any]) -> None:
+    line = (json.dumps(event, ensure_ascii=False) + "\n").encode()
+    fd = os.open(archive / HISTORY_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line  # end a line torn by a killed process; it stays unreadable
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    """One well-formed event, or None for a torn or foreign line."""
+    try:
+        event = json.loads(line)
+        event["at"] = datetime.fromisoformat(event["at"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(event, dict) or not isinstance(event.get("crawl"), int) or event["crawl"] < 1:
+        return None
+    if event.get("event") == "start" and event.get("mode") not in MODES:
+        return None
+    if event.get("event") not in ("start", "resume", "finish") or event["at"].tzinfo is None:
+        return None
+    return event
