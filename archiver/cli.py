@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -214,7 +214,7 @@ def crawl(
         echo(message, err=True)
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     show_bar = not (quiet or as_json) and sys.stderr.isatty()
-    crawl_result = _run(config, pm, show_bar)
+    crawl_result = _run(config, pm, show_bar, "recrawl" if recrawl else "crawl")
     report = build_report(crawl_result)
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -227,13 +227,15 @@ def crawl(
         sys.exit(128 + int(signum))
 
 
-def _run(config: Any, pm: Any, show_bar: bool) -> Crawl:
+def _run(
+    config: Any, pm: Any, show_bar: bool, mode: Literal["crawl", "recrawl", "update"] = "crawl"
+) -> Crawl:
     import asyncio
 
     from .crawler import run_crawl
 
     async def main() -> Crawl:
-        return await run_crawl(config, pm, install_signals=True, show_progress=show_bar)
+        return await run_crawl(config, pm, install_signals=True, show_progress=show_bar, mode=mode)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:

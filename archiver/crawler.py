@@ -21,9 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import pluggy
 
+from . import history
 from .archive import prepare_archive
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, write_report
@@ -122,6 +124,7 @@ class Crawler:
         counts = await self.frontier.counts()
         self._added = counts.seen
         crawl.resumed = counts.seen > 0
+        self._record_start()
         try:
             resolver = GuardedResolver(self.guard)
             async with open_session(self.config, resolver) as session:
@@ -157,10 +160,22 @@ class Crawler:
                 if self.robots is not None:
                     self.robots.close()
                 self.log.close()
+                history.record_finish(
+                    self.archive, crawl.number, crawl.finished_at, complete=crawl.extra["complete"]
+                )
                 await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
         return crawl
+
+    def _record_start(self) -> None:
+        """Number this crawl in the archive's history; a resumed crawl keeps its number and mode."""
+        crawl = self.crawl
+        if crawl.resumed:
+            run = history.record_resume(self.archive, crawl.started_at)
+        else:
+            run = history.record_start(self.archive, crawl.mode, crawl.started_at)
+        crawl.number, crawl.mode = run.number, run.mode
 
     async def _retry_roots_next_run(self) -> None:
         """No root answered: queue them again, so the archive is resumable rather than complete."""
@@ -549,6 +564,7 @@ async def run_crawl(
     *,
     install_signals: bool = False,
     show_progress: bool = False,
+    mode: Literal["crawl", "recrawl", "update"] = "crawl",
 ) -> Crawl:
     """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`)."""
     hooks = Hooks(pm)
@@ -562,6 +578,7 @@ async def run_crawl(
             lock.release()
         raise
     crawler = Crawler(config, hooks, frontier, archive)
+    crawler.crawl.mode = mode
     loop = asyncio.get_running_loop()
     installed = []
     if install_signals and threading.current_thread() is threading.main_thread():

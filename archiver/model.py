@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .config import Config
@@ -179,6 +179,9 @@ class Crawl:
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False
+    number: int = 0
+    """Which crawl of the archive this is (1 for the first; a resume keeps its number)."""
+    mode: Literal["crawl", "recrawl", "update"] = "crawl"
     extra: dict[str, Any] = field(default_factory=dict)
     """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from conftest import Site
+
+from archiver.cli import main
 from archiver.history import (
     HISTORY_NAME,
     read_history,
@@ -53,3 +57,19 @@ def test_torn_and_foreign_lines_are_ignored(tmp_path: Path) -> None:
 def test_no_history_file_is_no_crawl(tmp_path: Path) -> None:
     assert read_history(tmp_path) == []
     assert record_resume(tmp_path, T0).number == 1
+
+
+async def test_crawl_and_recrawl_are_numbered_in_the_archive(site: Site, tmp_path: Path) -> None:
+    """A crawl writes its start and finish; --recrawl starts crawl 2."""
+    site.page("/", links=["/b"])
+    site.page("/b")
+    archive = tmp_path / "a"
+    for extra in ([], ["--recrawl"]):
+        args = ["crawl", site.url("/"), "-o", str(archive), "-q", "--delay", "0", "--ignore-robots", *extra]
+        assert await asyncio.to_thread(main, [*args, "--disable-plugin", "index"]) == 0
+    runs = read_history(archive)
+    assert [(run.number, run.mode, run.complete) for run in runs] == [
+        (1, "crawl", True),
+        (2, "recrawl", True),
+    ]
+    assert runs[0].finished is not None and runs[0].finished <= runs[1].started
