@@ -9,10 +9,10 @@ suffix of recent changes, never a change without the ones before it.
 That ordering is what makes resuming safe.  A URL moves queued -> in flight -> done or
 failed.  Items are leased from the queue in batches and the lease is committed as the
 "in flight" state before the first of them is handed out, so after a crash every URL
-that might have been fetched is in flight (or done) on disk.  `open()` puts those back
-in the queue and remembers them in `recovered`, so resume can look for their records in
-the WARC files and mark the ones already archived done (`mark_done`) instead of
-fetching them twice.
+that might have been fetched is in flight (or done) on disk.  `open()` leases those
+first, still in flight on disk, and remembers them in `recovered`, so resume can look for
+their records in the WARC files and mark the ones already archived done (`mark_done`)
+instead of fetching them twice; a run killed again before that still finds them in flight.
 
 SQLite runs on the event loop thread: each call is a few indexed statements on a
 WAL database with ``synchronous=NORMAL`` (no fsync per commit), which costs less than
@@ -135,16 +135,20 @@ class SqliteFrontier:
             )
         db.execute("BEGIN")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        rows = db.execute(
+            "SELECT id, key, url, depth, redirects_left, referrer, kind, taken_at"
+            " FROM urls WHERE state = 1 ORDER BY id"
+        ).fetchall()
         self.recovered = [
             Recovered(key, _item(url or key, depth, left, referrer, kind), taken_at or 0.0)
-            for key, url, depth, left, referrer, kind, taken_at in db.execute(
-                "SELECT key, url, depth, redirects_left, referrer, kind, taken_at"
-                " FROM urls WHERE state = 1 ORDER BY id"
-            )
+            for _, key, url, depth, left, referrer, kind, taken_at in rows
         ]
-        db.execute("UPDATE urls SET state = 0, taken_at = NULL WHERE state = 1")
+        # The interrupted URLs stay in flight on disk, leased first: until this run marks
+        # them done or fetches them, a crash must find them in flight again, or the next
+        # resume would fetch a page whose records are already archived.
+        self._lease.extend((row[0], r.key, r.item) for row, r in zip(rows, self.recovered, strict=True))
         for state, count in db.execute("SELECT state, count(*) FROM urls GROUP BY state"):
-            self._state[state] = count
+            self._state[QUEUED if state == IN_FLIGHT else state] += count
         self._save_counts()
         db.execute("COMMIT")
 

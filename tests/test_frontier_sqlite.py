@@ -155,6 +155,12 @@ async def test_a_killed_process_loses_only_uncommitted_changes(tmp_path: Path) -
     assert (counts.done, counts.queued, counts.seen) == (3, 7, 10)
     # k0-k3 were leased together (in flight on disk); k3 was never finished: it is checked on resume.
     assert [r.key for r in f.recovered] == ["k3"]
+    # Killed again before that run marked k3 done or fetched it: the next resume still checks it.
+    again = SqliteFrontier(path)
+    await again.open()
+    assert [r.key for r in again.recovered] == ["k3"]
+    assert (await again.counts()).queued == 7
+    await again.close()
     await f.close()
 
 
