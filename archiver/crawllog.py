@@ -50,7 +50,7 @@ class CrawlLog:
 
     A killed process (SIGKILL, OOM) then loses no line that was written: the line of a page
     is written after its WARC records and before its URL is marked done, and a resume logs
-    the pages it finds archived but not done (see `resume.reconcile`).
+    the pages it finds archived but not done (see `Crawler._reconcile`).
     """
 
     def __init__(self, archive: Path) -> None:
@@ -82,6 +82,27 @@ class CrawlLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def logged_urls(path: Path, urls: set[str]) -> set[str]:
+    """Which of `urls` already have a line in the crawl log at `path`.
+
+    Every line starts with its URL (``{"url": ...``), so only that string is decoded.
+    """
+    found: set[str] = set()
+    if not urls or not path.is_file():
+        return found
+    decoder = json.JSONDecoder()
+    start = len('{"url": ')
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                url, _ = decoder.raw_decode(line, start)
+            except ValueError:
+                continue
+            if url in urls:
+                found.add(url)
+    return found
 
 
 def status_class(record: dict[str, Any]) -> str | None:

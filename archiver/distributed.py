@@ -17,8 +17,6 @@ import json
 import logging
 import os
 import shutil
-import signal
-import sys
 import time
 import tomllib
 from collections import Counter
@@ -33,7 +31,7 @@ import pluggy
 
 from .archive import CONFIG_NAME, dump_toml
 from .config import Config, flatten_tables, load_config
-from .crawllog import LOG_NAME, REPORT_NAME, build_report
+from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import ArchiveLock, is_locked, read_holder
 
@@ -217,8 +215,7 @@ def worker_command(
     is done, and writes WARC files named after this host and process.  Run it again
     after a crash to rejoin; combine the archives with `archiver merge`.
     """
-    from .cli import _run, human_summary, setup_logging
-    from .manager import make_plugin_manager
+    from .runner import crawl_and_report, setup_logging
 
     setup_logging(verbose, quiet or as_json)
     if not is_shared(frontier):
@@ -228,26 +225,14 @@ def worker_command(
         overrides["max_tasks"] = max_tasks
     config = shared_config(frontier, crawl_id, overrides)
     config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
-    pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     from .frontier_redis import CrawlFinishedError
 
     try:
-        crawl = _run(config, pm, not (quiet or as_json) and sys.stderr.isatty())
+        crawl_and_report(config, quiet=quiet, as_json=as_json, again=f"rejoin crawl {crawl_id!r}")
     except CrawlFinishedError:
         # Workers are often started in numbers by a script: one that comes after the
         # end has nothing to do and did nothing wrong.
         click.echo(f"Crawl {crawl_id!r} is finished: nothing left for this worker.", err=True)
-        return
-    report = build_report(crawl)
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-    elif not quiet:
-        click.echo(human_summary(report))
-    if crawl.interrupted:
-        signum = crawl.extra.get("signal", signal.SIGINT)
-        if not quiet and not as_json:
-            click.echo(f"Interrupted: run the same command again to rejoin crawl {crawl_id!r}.", err=True)
-        sys.exit(128 + int(signum))
 
 
 # -- archiver merge ----------------------------------------------------------------------
@@ -463,28 +448,3 @@ def _write_shared_files(archive: Path, sources: Sequence[Path]) -> None:
     os.replace(archive / (LOG_NAME + ".tmp"), archive / LOG_NAME)
     report = _merge_reports(archive, sources)
     (archive / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-
-
-@click.command("merge")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="The merged archive.")
-@click.option("--copy", is_flag=True, help="Copy WARC files instead of hard-linking them.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def merge_command(sources: tuple[Path, ...], output: Path, copy: bool, as_json: bool) -> None:
-    """Combine the archives SOURCES (e.g. one per worker) into one archive OUTPUT.
-
-    WARC files are hard-linked (copied across file systems or with --copy), their CDXJ
-    indexes merged into OUTPUT/index.cdxj, crawl logs and reports combined, and the search
-    index rebuilt, so search, serve and export see one archive.  Merging again adds only
-    the files not merged yet.
-    """
-    result = merge_archives(list(sources), output, copy=copy)
-    if as_json:
-        data = {k: v for k, v in vars(result).items() if k != "names"}
-        click.echo(json.dumps(data, indent=2, default=str))
-        return
-    click.echo(
-        f"Merged {len(result.sources)} archives into {result.archive}: {result.linked} WARC files linked,"
-        f" {result.copied} copied, {result.already} already there; {result.captures} captures"
-        f" in {MERGED_CDXJ} ({result.seconds:.1f} s)."
-    )

@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from .errors import ConfigError
 from .model import LinkKind
-
-if TYPE_CHECKING:
-    from .config import Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +40,22 @@ class Counts:
     (a persistent frontier leases a batch at once) and wait in memory for a worker."""
 
 
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """A URL that was in flight when the previous run stopped, and when it was taken."""
+
+    key: str
+    item: Item
+    taken_at: float
+
+
 class Frontier(Protocol):
     """What the crawler needs from a frontier; `key` is the canonical form of `item.url`."""
+
+    @property
+    def recovered(self) -> Sequence[Recovered]:
+        """After `open`: the URLs a persistent frontier found in flight (the last run stopped
+        mid-fetch), queued again; resume looks for their responses in the archive."""
 
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
@@ -66,11 +75,18 @@ class Frontier(Protocol):
     async def counts(self) -> Counts:
         """Current totals, for progress and status."""
 
+    async def mark_done(self, keys: Iterable[str]) -> int:
+        """Mark queued URLs done without fetching them (resume found them archived); how many."""
+
+    async def requeue(self, keys: Iterable[str]) -> int:
+        """Put failed URLs back in the queue, for the next run to try again; how many."""
+
 
 class MemoryFrontier:
     """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
 
     def __init__(self) -> None:
+        self.recovered: Sequence[Recovered] = ()
         self._seen: set[str] = set()
         self._queue: collections.deque[Item] = collections.deque()
         self._in_flight = 0
@@ -126,17 +142,8 @@ class MemoryFrontier:
             fetching=self._in_flight,
         )
 
+    async def mark_done(self, keys: Iterable[str]) -> int:
+        return 0  # nothing survives a run in memory: there is never anything to resume
 
-def make_frontier(config: Config, archive: Path) -> Frontier:
-    """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
-    if config.frontier == "memory":
-        return MemoryFrontier()
-    if config.frontier == "sqlite":
-        from .frontier_sqlite import STATE_NAME, SqliteFrontier
-
-        return SqliteFrontier(archive / STATE_NAME)
-    if config.frontier.startswith(("redis://", "rediss://")):
-        from .frontier_redis import RedisFrontier
-
-        return RedisFrontier(config)
-    raise ConfigError(f"frontier {config.frontier!r} is not available in this build")
+    async def requeue(self, keys: Iterable[str]) -> int:
+        return 0

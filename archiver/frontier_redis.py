@@ -42,7 +42,7 @@ import secrets
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,7 +53,7 @@ from redis.retry import Retry
 
 from .archive import dump_toml
 from .errors import ArchiveError, ConfigError, UsageError
-from .frontier import Counts, Item
+from .frontier import Counts, Item, Recovered
 from .model import LinkKind
 from .politeness import DEFAULT_DELAY
 from .urls import site_of
@@ -400,6 +400,8 @@ class RedisFrontier:
             raise ConfigError(
                 "crawl_id: a Redis frontier needs --crawl-id NAME (the name every worker of the crawl shares)"
             )
+        self.recovered: Sequence[Recovered] = ()
+        """Leases of a stopped worker expire and go back to the queue by themselves."""
         self.url = config.frontier
         self.crawl_id = config.crawl_id
         self.prefix = prefix_for(config.crawl_id)
@@ -616,6 +618,12 @@ class RedisFrontier:
             return dataclasses.replace(last, in_flight=max(last.in_flight, len(self._held), 1))
         self._last_counts = counts_from(totals, leases, seen)
         return self._last_counts
+
+    async def mark_done(self, keys: Iterable[str]) -> int:
+        return 0
+
+    async def requeue(self, keys: Iterable[str]) -> int:
+        return 0  # the shared crawl outlives this worker: another one may fetch the roots
 
     # -- internals ---------------------------------------------------------------------
 

@@ -160,8 +160,8 @@ async def crawl_once(
     import resource
 
     from archiver.config import load_config
-    from archiver.crawler import run_crawl
     from archiver.manager import make_plugin_manager
+    from archiver.runner import run_crawl
 
     clock = CrawlClock()
     plugins = ["archiver_plugins.links"] + (["archiver_plugins.index"] if with_index else [])

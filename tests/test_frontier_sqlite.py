@@ -13,9 +13,10 @@ import pytest
 from conftest import CrawlFn, Site
 
 from archiver.config import Config
-from archiver.frontier import Item, MemoryFrontier, make_frontier
+from archiver.frontier import Item, MemoryFrontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
 from archiver.model import LinkKind
+from archiver.runner import make_frontier
 
 
 def entries(*names: str) -> list[tuple[str, Item]]:

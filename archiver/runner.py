@@ -1,0 +1,197 @@
+"""Running one crawl from start to report: the archive's lock, Ctrl-C, the progress bar, the exit code.
+
+The engine (`crawler.Crawler`) knows nothing of terminals, signals or processes; the
+commands (`archiver crawl`, and `archiver worker` of the redis plugin) know nothing of
+the engine.  This module is what sits between them, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import pluggy
+
+from .archive import prepare_archive
+from .config import Config
+from .crawler import Crawler
+from .crawllog import build_report
+from .errors import ArchiverError, ConfigError, UsageError
+from .frontier import Frontier, MemoryFrontier
+from .frontier_sqlite import STATE_NAME, SqliteFrontier
+from .lock import ArchiveLock
+from .manager import Hooks, make_plugin_manager
+from .model import Crawl
+from .terminal import PrintableFormatter, echo
+
+log = logging.getLogger(__name__)
+
+
+def setup_logging(verbose: int, quiet: bool) -> None:
+    level = (
+        logging.ERROR
+        if quiet
+        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if level > logging.DEBUG:
+        logging.getLogger("asyncio").setLevel(logging.ERROR)
+
+
+async def run_crawl(
+    config: Config,
+    pm: pluggy.PluginManager,
+    *,
+    install_signals: bool = False,
+    show_progress: bool = False,
+) -> Crawl:
+    """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`).
+
+    A first signal stops the crawl gracefully; a second cancels the fetches in flight.
+    """
+    hooks = Hooks(pm)
+    hooks.configure(config)
+    lock = ArchiveLock(Path(config.output)).acquire() if config.output else None
+    try:
+        archive = prepare_archive(config)
+        crawler = Crawler(config, hooks, make_frontier(config, archive), archive)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    loop = asyncio.get_running_loop()
+    installed = []
+    if install_signals and threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+
+            def on_signal(signum: int = signum) -> None:
+                again = crawler.crawl.interrupted
+                crawler.crawl.extra["signal"] = signum
+                crawler.stop(force=again)
+
+            loop.add_signal_handler(signum, on_signal)
+            installed.append(signum)
+    bar = None
+    if show_progress:
+        from rich.console import Console
+
+        from .progress import show_progress as progress_loop
+
+        bar = asyncio.create_task(
+            progress_loop(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
+        )
+    try:
+        return await crawler.run()
+    finally:
+        if bar is not None:
+            bar.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await bar
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        if lock is not None:
+            lock.release()
+
+
+def make_frontier(config: Config, archive: Path) -> Frontier:
+    """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
+    if config.frontier == "memory":
+        return MemoryFrontier()
+    if config.frontier == "sqlite":
+        return SqliteFrontier(archive / STATE_NAME)
+    if config.frontier.startswith(("redis://", "rediss://")):
+        from .frontier_redis import RedisFrontier
+
+        return RedisFrontier(config)
+    raise ConfigError(f"frontier {config.frontier!r} is not available in this build")
+
+
+def run(config: Config, pm: pluggy.PluginManager, show_progress: bool) -> Crawl:
+    """`run_crawl` in an event loop of its own, with the signals handled; for the commands."""
+
+    async def main() -> Crawl:
+        return await run_crawl(config, pm, install_signals=True, show_progress=show_progress)
+
+    try:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(main())
+    except* ArchiverError as group:
+        raise group.exceptions[0] from None
+
+
+def crawl_and_report(config: Config, *, quiet: bool, as_json: bool, again: str) -> Crawl:
+    """Run the crawl `config` describes, print its report, exit 128 + signal when interrupted.
+
+    `again` says how to go on after an interruption ("resume into ARCHIVE").
+    """
+    pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
+    crawl = run(config, pm, not (quiet or as_json) and sys.stderr.isatty())
+    report = build_report(crawl)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    elif not quiet:
+        echo(human_summary(report))
+    if crawl.interrupted:
+        signum = crawl.extra.get("signal", signal.SIGINT)
+        if not quiet and not as_json:
+            click.echo(f"Interrupted: run the same command again to {again}.", err=True)
+        sys.exit(128 + int(signum))
+    return crawl
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (`pip install archiver[speed]`), else asyncio's.
+
+    uvloop does the loop's own work (polling, timers, socket writes) in C: the crawl
+    spends less CPU per page.  ARCHIVER_LOOP=asyncio forces the standard loop (to compare,
+    or to rule uvloop out when debugging); ARCHIVER_LOOP=uvloop insists on uvloop.
+    """
+    wanted = os.environ.get("ARCHIVER_LOOP", "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "asyncio", "uvloop"):
+        raise UsageError(f"ARCHIVER_LOOP={wanted!r}: expected auto, asyncio or uvloop")
+    if wanted == "asyncio":
+        return None
+    try:
+        # Imported by name: an optional extra, absent from most type-checking environments.
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        if wanted == "uvloop":
+            raise UsageError("ARCHIVER_LOOP=uvloop but uvloop is not installed") from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def human_summary(report: dict[str, Any]) -> str:
+    classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
+    lines = [
+        f"Crawled {report['pages']} pages ({report['bytes'] / 1e6:.1f} MB)"
+        f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
+        f" {report['failed']} failed, {report['redirects']} redirects.",
+        f"Status: {classes}.",
+    ]
+    for label, key in (("Errors", "errors_by_kind"), ("Skipped", "skipped_by_reason")):
+        if report[key]:
+            lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in report[key].items()) + ".")
+    after = report.get("after_crawl")
+    if after:
+        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        total = report["wall_seconds"] + after["seconds"]
+        lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
+    lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
+    return "\n".join(lines)
