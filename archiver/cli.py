@@ -21,7 +21,6 @@ from .commands.merge import merge_command
 from .commands.plugins import plugins_command
 from .commands.status import status_command
 from .commands.why import why_command
-from .distributed import worker_command
 from .errors import ArchiverError, is_read_only, read_only_message
 from .manager import Hooks, make_plugin_manager
 from .terminal import echo, printable
@@ -37,7 +36,7 @@ def cli() -> None:
     """
 
 
-for _command in (crawl_command, status_command, why_command, merge_command, plugins_command, worker_command):
+for _command in (crawl_command, status_command, why_command, merge_command, plugins_command):
     cli.add_command(_command)
 
 
@@ -46,45 +45,48 @@ _COMMANDS_FROM: set[str] = set()
 """Plugins whose commands are on `cli` already (a process may build several managers: tests)."""
 
 
-def _startup_pm(disabled: Sequence[str] = ()) -> Any:
+def _startup_pm(disabled: Sequence[str] = (), modules: Sequence[str] = ()) -> Any:
     global _PM
     if _PM is not None:
         return _PM
-    pm = make_plugin_manager(disabled=disabled)
-    if not disabled:
+    pm = make_plugin_manager(disabled=disabled, modules=modules)
+    if not disabled and not modules:
         _PM = pm
     return pm
 
 
-def disabled_before_start(argv: Sequence[str]) -> list[str]:
+def plugins_before_start(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Plugins the command line switches off (--disable-plugin, or [plugins] disable in its -c
-    file): the plugins add commands, so they are loaded before the command line is parsed,
-    and one that is switched off must not be imported at all."""
+    file) and on (--plugin MODULE): the plugins add commands, so they are loaded before the
+    command line is parsed, and one that is switched off must not be imported at all."""
     from .config import read_toml
 
     names: list[str] = []
+    modules: list[str] = []
     args = list(argv)
     for i, arg in enumerate(args):
         if arg == "--":
             break
         value = args[i + 1] if i + 1 < len(args) else ""
-        if arg.startswith(("--disable-plugin=", "--config=")):
+        if arg.startswith(("--disable-plugin=", "--config=", "--plugin=")):
             arg, value = arg.split("=", 1)
         if arg == "--disable-plugin" and value:
             names.append(value)
+        elif arg == "--plugin" and value:
+            modules.append(value)
         elif arg in ("-c", "--config") and value:
             try:
                 disable = read_toml(Path(value)).get("plugins", {}).get("disable", [])
             except (ArchiverError, AttributeError):
                 continue  # the command reports a bad config file itself
             names.extend(str(name) for name in disable if isinstance(disable, list))
-    return names
+    return names, modules
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code instead of exiting when called from tests."""
     try:
-        pm = _startup_pm(disabled_before_start(sys.argv[1:] if argv is None else argv))
+        pm = _startup_pm(*plugins_before_start(sys.argv[1:] if argv is None else argv))
     except ArchiverError as exc:
         echo(f"archiver: error: {printable(str(exc))}", err=True)
         return exc.exit_code

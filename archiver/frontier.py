@@ -39,6 +39,11 @@ class Counts:
     """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
     (a persistent frontier leases a batch at once) and wait in memory for a worker."""
 
+    @property
+    def finished(self) -> bool:
+        """A crawl was seeded and nothing is left: no URL queued, none in flight."""
+        return self.seen > 0 and self.queued == 0 and self.in_flight == 0
+
 
 @dataclass(frozen=True, slots=True)
 class Recovered:

@@ -35,8 +35,8 @@ def plan_run(config: Config, *, recrawl: bool = False) -> tuple[bool, str]:
     Raises `ArchiveLockedError` when another process is crawling into it.
     """
     archive = Path(config.output)
-    if config.frontier.startswith(("redis://", "rediss://")):
-        return True, ""  # the shared crawl's state is in Redis: running again rejoins it
+    if config.frontier not in ("sqlite", "memory"):
+        return True, ""  # a plugin's frontier keeps the crawl's state elsewhere: running again rejoins it
     status = archive_status(archive)
     if status.state == RUNNING:
         who = status.holder.describe() if status.holder else "another process"

@@ -69,7 +69,7 @@ async def run_crawl(
     lock = ArchiveLock(Path(config.output)).acquire() if config.output else None
     try:
         archive = prepare_archive(config)
-        crawler = Crawler(config, hooks, make_frontier(config, archive), archive)
+        crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -108,17 +108,19 @@ async def run_crawl(
             lock.release()
 
 
-def make_frontier(config: Config, archive: Path) -> Frontier:
-    """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
+def make_frontier(config: Config, archive: Path, hooks: Hooks | None = None) -> Frontier:
+    """The frontier `config.frontier` names: a plugin's (`make_frontier` hook), else the core's
+    'memory' or 'sqlite' (in the archive)."""
+    frontier = hooks.make_frontier(config, archive) if hooks is not None else None
+    if frontier is not None:
+        return frontier
     if config.frontier == "memory":
         return MemoryFrontier()
     if config.frontier == "sqlite":
         return SqliteFrontier(archive / STATE_NAME)
-    if config.frontier.startswith(("redis://", "rediss://")):
-        from .frontier_redis import RedisFrontier
-
-        return RedisFrontier(config)
-    raise ConfigError(f"frontier {config.frontier!r} is not available in this build")
+    raise ConfigError(
+        f"frontier {config.frontier!r}: no plugin provides it (`archiver plugins` lists those loaded)"
+    )
 
 
 def run(config: Config, pm: pluggy.PluginManager, show_progress: bool) -> Crawl:

@@ -3,7 +3,8 @@
 Everything is read without disturbing a crawl that may be running: the totals come
 from `state.sqlite` (saved with every commit, at most half a second old), whether a
 crawl is running from the archive's lock, and plugins add their own lines through
-the `archive_status` hook (the index plugin reports how far the index lags).
+the `archive_status` hook (the index plugin reports how far the index lags; the redis
+plugin fills in the state of a crawl shared through Redis).
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ class ArchiveStatus:
     stale_lock: bool = False
     plugins: list[tuple[str, Any]] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)
-    """For a worker of a crawl shared through Redis: the crawl's name, workers, errors."""
+    """For a worker of a crawl shared by many processes: the crawl's name, workers, errors."""
+    headline: str | None = None
+    details: list[str] = field(default_factory=list)
+    """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,18 +95,11 @@ def archive_status(archive: Path) -> ArchiveStatus:
             state = RUNNING
         elif counts.seen == 0:
             state = NEW
-        elif counts.queued == 0 and counts.in_flight == 0:
+        elif counts.finished:
             state = COMPLETE
         else:
             state = RESUMABLE
         return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
-    from .distributed import saved_shared_crawl, shared_status
-
-    shared = saved_shared_crawl(archive)
-    if shared is not None:
-        state = RUNNING if running else NOT_RESUMABLE
-        status = ArchiveStatus(archive, state, _counts(), "redis", holder, stale)
-        return shared_status(archive, shared, status)
     if running:
         return ArchiveStatus(archive, RUNNING, _counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():

@@ -432,7 +432,7 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
     merged = folder / "merged"
     merge = f"""
 from pathlib import Path
-from archiver.distributed import merge_archives
+from archiver.merge import merge_archives
 from archiver.manager import make_plugin_manager
 pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.index"])
 sources = [Path(p) for p in {[str(s) for s in sources]!r}]

@@ -62,8 +62,11 @@ log = logging.getLogger("archiver")
 )
 @click.option("--per-host-concurrency", type=int, help="Requests at once to one host (default 4).")
 @click.option("--ignore-robots", is_flag=True, default=None, help="Do not obey robots.txt.")
-@click.option("--frontier", help="Where the queue lives: sqlite (default), memory, or redis://HOST:PORT/DB.")
-@click.option("--crawl-id", help="Name of a crawl shared through a Redis frontier.")
+@click.option(
+    "--frontier",
+    help="Where the queue lives: sqlite (default), memory, or a plugin's URL (redis://HOST:PORT/DB).",
+)
+@click.option("--crawl-id", help="Name of a crawl shared by many processes (a Redis frontier).")
 @click.option(
     "--resume",
     "resume_archive",

@@ -18,20 +18,18 @@ from . import json_option
 def merge_command(sources: tuple[Path, ...], output: Path, copy: bool, as_json: bool) -> None:
     """Combine the archives SOURCES (e.g. one per worker) into one archive OUTPUT.
 
-    WARC files are hard-linked (copied across file systems or with --copy), their CDXJ
-    indexes merged into OUTPUT/index.cdxj, crawl logs and reports combined, and the search
-    index rebuilt, so search, serve and export see one archive.  Merging again adds only
-    the files not merged yet.
+    Crawl logs and reports are combined; the plugins bring their files over: WARC files
+    hard-linked (copied across file systems or with --copy), their CDXJ indexes merged into
+    OUTPUT/index.cdxj, the search index joined, so search, serve and export see one
+    archive.  Merging again adds only the files not merged yet.
     """
-    from ..distributed import merge_archives
+    from ..merge import merge_archives
 
     result = merge_archives(list(sources), output, copy=copy)
     if as_json:
-        data = {k: v for k, v in vars(result).items() if k != "names"}
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json.dumps(result.to_json(), indent=2))
         return
+    done = "; ".join(result.summaries) or "nothing to gather"
     click.echo(
-        f"Merged {len(result.sources)} archives into {result.archive}: {result.linked} WARC files linked,"
-        f" {result.copied} copied, {result.already} already there; {result.captures} captures"
-        f" in index.cdxj ({result.seconds:.1f} s)."
+        f"Merged {len(result.sources)} archives into {result.archive}: {done} ({result.seconds:.1f} s)."
     )

@@ -24,10 +24,8 @@ from . import json_option
 
 
 def _describe(status: ArchiveStatus) -> str:
-    if status.frontier == "redis":
-        from ..distributed import describe_shared
-
-        lines = describe_shared(status)
+    if status.headline is not None:
+        lines = [status.headline, *status.details]
         return "\n".join([*lines, *(f"  {label}: {value}" for label, value in status.plugins)])
     c = status.counts
     name = status.archive
@@ -57,7 +55,7 @@ def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     Exit code 0 whatever the state; 2 when ARCHIVE is missing or is not an archive.
     """
     status = archive_status(require_archive(archive))
-    status.plugins = Hooks(make_plugin_manager()).archive_status(archive)
+    status.plugins = Hooks(make_plugin_manager()).archive_status(archive, status)
     if as_json:
         click.echo(json.dumps(status.to_json(), indent=2, default=str))
     elif quiet:
