@@ -66,8 +66,7 @@ class Crawler:
         self.robots: RobotsCache | None = None
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
-        self.crawl.extra["frontier"] = frontier
-        self.crawl.extra["crawl_log"] = self.log
+        self.crawl.crawl_log = self.log
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -140,16 +139,16 @@ class Crawler:
             roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
             if roots_failed:
                 await self._retry_roots_next_run()
-            crawl.extra["complete"] = not (crawl.interrupted or roots_failed) and await self._exhausted()
+            crawl.complete = not (crawl.interrupted or roots_failed) and await self._exhausted()
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
-            crawl.extra["pending_at_end"] = waiting
+            crawl.pending_at_end = waiting
             finish_started = time.monotonic()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
                 if waiting:
                     # plugins catching up after the last page (the index): a stage of its own
-                    crawl.extra["after_crawl"] = {
+                    crawl.after_crawl = {
                         "seconds": round(time.monotonic() - finish_started, 3),
                         "caught_up": {
                             key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
@@ -161,7 +160,7 @@ class Crawler:
                 self.log.close()
                 await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
-            raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
+            raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
 
     async def _retry_roots_next_run(self) -> None:
@@ -403,7 +402,7 @@ class Crawler:
         if _is_root(item):
             self._seed_failures += 1
             self._failed_roots.append(canonical_key(item.url))
-            self.crawl.extra.setdefault("seed_error", str(error))
+            self.crawl.seed_error = self.crawl.seed_error or str(error)
         log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
         await self.hooks.fetch_failed(item.url, error, self.crawl)
         self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))

@@ -128,7 +128,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "roots": list(crawl.roots),
         "started_at": crawl.started_at.isoformat(),
         "finished_at": finished.isoformat(),
-        "complete": not crawl.interrupted and crawl.extra.get("complete", True),
+        "complete": not crawl.interrupted and crawl.complete,
         "interrupted": crawl.interrupted,
         "resumed": crawl.resumed,
         "pages": stats["pages"],
@@ -142,7 +142,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "errors_by_kind": errors,
         "skipped_by_reason": skipped,
         "plugins": plugins,
-        **({"after_crawl": crawl.extra["after_crawl"]} if "after_crawl" in crawl.extra else {}),
+        **({"after_crawl": crawl.after_crawl} if crawl.after_crawl is not None else {}),
     }
 
 

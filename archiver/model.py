@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .config import Config
@@ -162,6 +162,10 @@ class Page:
         return self.content.decode(self.encoding or "utf-8", errors="replace")
 
 
+class LogWriter(Protocol):
+    def write(self, record: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class Crawl:
     """One run of the crawler, as plugins see it: its configuration, clock and counters.
@@ -179,8 +183,21 @@ class Crawl:
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False
+    signal: int | None = None
+    """The signal (SIGINT, SIGTERM) that interrupted the run, if one did."""
+    complete: bool = False
+    """Set when the run ends: nothing was left to fetch (no URL queued, none in flight)."""
+    seed_error: str | None = None
+    """Why the first root that failed could not be fetched."""
+    pending_at_end: dict[str, int] = field(default_factory=dict)
+    """Plugins' own queues (``NAME.pending`` stats) still waiting when the last page was fetched."""
+    after_crawl: dict[str, Any] | None = None
+    """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
+    crawl_log: LogWriter | None = None
+    """The crawl log, where a plugin may add lines of its own (the browser's renderings)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
+    """Free room for plugins to share per-run objects; ``"finishing"`` (a short text) is shown
+    by the progress bar while a plugin catches up after the last page."""
 
     def plugin_config(self, name: str) -> Mapping[str, Any]:
         return self.config.plugin(name)

@@ -81,7 +81,7 @@ async def run_crawl(
 
             def on_signal(signum: int = signum) -> None:
                 again = crawler.crawl.interrupted
-                crawler.crawl.extra["signal"] = signum
+                crawler.crawl.signal = signum
                 crawler.stop(force=again)
 
             loop.add_signal_handler(signum, on_signal)
@@ -149,7 +149,7 @@ def crawl_and_report(config: Config, *, quiet: bool, as_json: bool, again: str) 
     elif not quiet:
         echo(human_summary(report))
     if crawl.interrupted:
-        signum = crawl.extra.get("signal", signal.SIGINT)
+        signum = crawl.signal or signal.SIGINT
         if not quiet and not as_json:
             click.echo(f"Interrupted: run the same command again to {again}.", err=True)
         sys.exit(128 + int(signum))

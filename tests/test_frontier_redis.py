@@ -238,7 +238,7 @@ async def test_crawl_through_redis_matches_a_memory_crawl(
     crawl = await crawl_archive(
         site.url("/"), plugins=("links", "redis"), frontier=redis_server.url, crawl_id="one"
     )
-    assert crawl.extra["complete"]
+    assert crawl.complete
     assert set(site.hits) == {"/", "/missing", "/go", *(f"/p{i}" for i in range(30))}
     assert max(site.hits.values()) == 1
     client = redis_server.client()
