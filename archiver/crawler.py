@@ -99,23 +99,6 @@ class Crawler:
             self.crawl.interrupted = True
             self._stopping.set()
 
-    async def follow_stored(self, item: Item, page: Page, *, log_it: bool = False) -> int:
-        """Queue what an already archived page links to, as `_process` would, without archiving it.
-
-        Resume uses it for pages whose records reached the WARC before a crash but whose
-        URL was not yet marked done; `log_it` writes the crawl-log line the crash lost.
-        """
-        links = [] if page.is_redirect else self._extract(page)
-        if page.is_redirect:
-            new = await self._follow_redirect(item, page)
-        else:
-            new = await self._add_links(links, item, page.url)
-        if log_it:
-            record = self._record(item, page, 1, len(links), new, None)
-            record.reason = "archived before the previous run stopped; logged on resume"
-            self.log.write(record)
-        return new
-
     async def run(self) -> Crawl:
         crawl = self.crawl
         await self.frontier.open()
@@ -138,8 +121,11 @@ class Crawler:
             crawl.finished_at = datetime.now(UTC)
             roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
             if roots_failed:
-                await self._retry_roots_next_run()
-            crawl.complete = not (crawl.interrupted or roots_failed) and await self._exhausted()
+                # no root answered: queued again, so the archive is resumable rather than complete
+                await self.frontier.requeue(self._failed_roots)
+            counts = await self.frontier.counts()
+            exhausted = counts.queued == 0 and counts.in_flight == 0
+            crawl.complete = not (crawl.interrupted or roots_failed) and exhausted
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
             crawl.pending_at_end = waiting
             finish_started = time.monotonic()
@@ -163,16 +149,13 @@ class Crawler:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
 
-    async def _retry_roots_next_run(self) -> None:
-        """No root answered: queue them again, so the archive is resumable rather than complete."""
-        await self.frontier.requeue(self._failed_roots)
-
     async def _reconcile(self) -> int:
         """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
 
         They were killed between the WARC write and the frontier's "done": the links of the
-        stored response are queued as the lost run would have queued them, so nothing is
-        fetched twice and nothing is missed.  The others are fetched again.
+        stored response are queued as the lost run would have queued them (and the crawl-log
+        line the crash lost is written), so nothing is fetched twice and nothing is missed.
+        The others are fetched again.
         """
         recovered = {r.key: r for r in self.frontier.recovered}
         if not recovered:
@@ -189,7 +172,15 @@ class Crawler:
         for key, stored in found.items():
             item = recovered[key].item
             page = await stored_page(stored, item, self.config)
-            await self.follow_stored(item, page, log_it=item.url not in logged)
+            links = [] if page.is_redirect else self._extract(page)
+            if page.is_redirect:
+                new = await self._follow_redirect(item, page)
+            else:
+                new = await self._add_links(links, item, page.url)
+            if item.url not in logged:
+                record = self._record(item, page, 1, len(links), new, None)
+                record.reason = "archived before the previous run stopped; logged on resume"
+                self.log.write(record)
         marked = await self.frontier.mark_done(found)
         crawl.stats["resume_from_warc"] += marked
         log.warning(
@@ -233,10 +224,6 @@ class Crawler:
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
-
-    async def _exhausted(self) -> bool:
-        counts = await self.frontier.counts()
-        return counts.queued == 0 and counts.in_flight == 0
 
     # -- one URL ------------------------------------------------------------------------
 

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .model import LinkKind
+from .model import Counts, LinkKind
+
+__all__ = ["Counts", "Frontier", "Item", "MemoryFrontier", "Recovered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,23 +31,6 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Counts:
-    queued: int = 0
-    in_flight: int = 0
-    done: int = 0
-    failed: int = 0
-    seen: int = 0
-    fetching: int = 0
-    """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
-    (a persistent frontier leases a batch at once) and wait in memory for a worker."""
-
-    @property
-    def finished(self) -> bool:
-        """A crawl was seeded and nothing is left: no URL queued, none in flight."""
-        return self.seen > 0 and self.queued == 0 and self.in_flight == 0
-
-
-@dataclass(frozen=True, slots=True)
 class Recovered:
     """A URL that was in flight when the previous run stopped, and when it was taken."""
 
@@ -55,12 +40,17 @@ class Recovered:
 
 
 class Frontier(Protocol):
-    """What the crawler needs from a frontier; `key` is the canonical form of `item.url`."""
+    """What the crawler needs from a frontier; `key` is the canonical form of `item.url`.
+
+    A frontier that keeps nothing from one run to the next may subclass this protocol for
+    the three members resume needs (`recovered`, `mark_done`, `requeue`): they do nothing.
+    """
 
     @property
     def recovered(self) -> Sequence[Recovered]:
         """After `open`: the URLs a persistent frontier found in flight (the last run stopped
         mid-fetch), queued again; resume looks for their responses in the archive."""
+        return ()
 
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
@@ -82,16 +72,17 @@ class Frontier(Protocol):
 
     async def mark_done(self, keys: Iterable[str]) -> int:
         """Mark queued URLs done without fetching them (resume found them archived); how many."""
+        return 0
 
     async def requeue(self, keys: Iterable[str]) -> int:
         """Put failed URLs back in the queue, for the next run to try again; how many."""
+        return 0
 
 
-class MemoryFrontier:
+class MemoryFrontier(Frontier):
     """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
 
     def __init__(self) -> None:
-        self.recovered: Sequence[Recovered] = ()
         self._seen: set[str] = set()
         self._queue: collections.deque[Item] = collections.deque()
         self._in_flight = 0
@@ -146,9 +137,3 @@ class MemoryFrontier:
             seen=len(self._seen),
             fetching=self._in_flight,
         )
-
-    async def mark_done(self, keys: Iterable[str]) -> int:
-        return 0  # nothing survives a run in memory: there is never anything to resume
-
-    async def requeue(self, keys: Iterable[str]) -> int:
-        return 0

@@ -36,7 +36,6 @@ STATE_NAME = "state.sqlite"
 SCHEMA_VERSION = 1
 
 QUEUED, IN_FLIGHT, DONE, FAILED = 0, 1, 2, 3
-STATE_NAMES = {QUEUED: "queued", IN_FLIGHT: "in_flight", DONE: "done", FAILED: "failed"}
 
 COMMIT_EVERY = 2000
 """Changes per transaction at most: bounds what a crash can lose and the WAL's growth."""

@@ -71,13 +71,12 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
 def make_frontier(config: Config, archive: Path) -> Frontier | None:
     """Make the frontier ``config.frontier`` names, when this plugin provides it.
 
-    Called once per crawl, after `configure`.  ``config.frontier`` is ``"memory"`` or
-    ``"sqlite"`` (the core's own frontiers) or a URL; return an object speaking the
-    ``archiver.frontier.Frontier`` protocol for the URLs this plugin serves (the bundled
-    redis plugin answers ``redis://`` and ``rediss://``), else None.  The first answer
-    wins; with none, the core makes its own or refuses a name it does not know.
-    `archive` is the archive folder.  Raise ``archiver.ConfigError`` when the frontier
-    cannot be made (a missing setting, a client library not installed).  Must be sync.
+    Called once per crawl, after `configure`; `archive` is the archive folder.  Return an
+    ``archiver.frontier.Frontier`` for a ``config.frontier`` URL this plugin serves (the
+    redis plugin answers ``redis://`` and ``rediss://``), else None; with no answer the core
+    makes its own (``"memory"``, ``"sqlite"``) or refuses the name.  Raise
+    ``archiver.ConfigError`` when it cannot be made (a client library not installed).
+    Must be sync.
     """
 
 

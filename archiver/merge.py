@@ -21,7 +21,7 @@ from typing import Any
 
 import pluggy
 
-from .archive import CONFIG_NAME, dump_toml
+from .archive import CONFIG_NAME, dump_toml, require_archive
 from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import ArchiveLock, is_locked, read_holder
@@ -38,12 +38,8 @@ class MergeResult:
     summaries: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "archive": str(self.archive),
-            "sources": [str(s) for s in self.sources],
-            **self.counts,
-            "seconds": self.seconds,
-        }
+        sources = [str(s) for s in self.sources]
+        return {"archive": str(self.archive), "sources": sources, **self.counts, "seconds": self.seconds}
 
 
 def merge_archives(
@@ -58,12 +54,8 @@ def merge_archives(
     result = MergeResult(archive, list(sources))
     resolved = archive.resolve()
     for source in sources:
-        if not source.is_dir():
-            raise UsageError(f"no archive at {source}")
-        if source.resolve() == resolved:
+        if require_archive(source, also=("warc",)).resolve() == resolved:
             raise UsageError(f"{source} is the output: give another folder to -o")
-        if not (source / "warc").is_dir() and not (source / CONFIG_NAME).is_file():
-            raise UsageError(f"{source} is not an archive (no warc/ folder, no {CONFIG_NAME})")
         if is_locked(source):
             holder = read_holder(source)
             who = holder.describe() if holder else "another process"

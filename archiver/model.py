@@ -162,6 +162,25 @@ class Page:
         return self.content.decode(self.encoding or "utf-8", errors="replace")
 
 
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """A frontier's totals, for progress and `archiver status`."""
+
+    queued: int = 0
+    in_flight: int = 0
+    done: int = 0
+    failed: int = 0
+    seen: int = 0
+    fetching: int = 0
+    """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
+    (a persistent frontier leases a batch at once) and wait in memory for a worker."""
+
+    @property
+    def finished(self) -> bool:
+        """A crawl was seeded and nothing is left: no URL queued, none in flight."""
+        return self.seen > 0 and self.queued == 0 and self.in_flight == 0
+
+
 class LogWriter(Protocol):
     def write(self, record: dict[str, Any]) -> None: ...
 

@@ -35,8 +35,6 @@ from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .terminal import PrintableFormatter, echo
 
-log = logging.getLogger(__name__)
-
 
 def setup_logging(verbose: int, quiet: bool) -> None:
     level = (
@@ -66,46 +64,38 @@ async def run_crawl(
     """
     hooks = Hooks(pm)
     hooks.configure(config)
-    lock = ArchiveLock(Path(config.output)).acquire() if config.output else None
-    try:
+    with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
         archive = prepare_archive(config)
         crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-    loop = asyncio.get_running_loop()
-    installed = []
-    if install_signals and threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        loop = asyncio.get_running_loop()
+        installed = []
+        if install_signals and threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
 
-            def on_signal(signum: int = signum) -> None:
-                again = crawler.crawl.interrupted
-                crawler.crawl.signal = signum
-                crawler.stop(force=again)
+                def on_signal(signum: int = signum) -> None:
+                    again, crawler.crawl.signal = crawler.crawl.interrupted, signum
+                    crawler.stop(force=again)
 
-            loop.add_signal_handler(signum, on_signal)
-            installed.append(signum)
-    bar = None
-    if show_progress:
-        from rich.console import Console
+                loop.add_signal_handler(signum, on_signal)
+                installed.append(signum)
+        bar = asyncio.create_task(_progress(crawler)) if show_progress else None
+        try:
+            return await crawler.run()
+        finally:
+            if bar is not None:
+                bar.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await bar
+            for signum in installed:
+                loop.remove_signal_handler(signum)
 
-        from .progress import show_progress as progress_loop
 
-        bar = asyncio.create_task(
-            progress_loop(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
-        )
-    try:
-        return await crawler.run()
-    finally:
-        if bar is not None:
-            bar.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await bar
-        for signum in installed:
-            loop.remove_signal_handler(signum)
-        if lock is not None:
-            lock.release()
+async def _progress(crawler: Crawler) -> None:
+    from rich.console import Console
+
+    from .progress import show_progress
+
+    await show_progress(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
 
 
 def make_frontier(config: Config, archive: Path, hooks: Hooks | None = None) -> Frontier:
@@ -123,26 +113,18 @@ def make_frontier(config: Config, archive: Path, hooks: Hooks | None = None) -> 
     )
 
 
-def run(config: Config, pm: pluggy.PluginManager, show_progress: bool) -> Crawl:
-    """`run_crawl` in an event loop of its own, with the signals handled; for the commands."""
-
-    async def main() -> Crawl:
-        return await run_crawl(config, pm, install_signals=True, show_progress=show_progress)
-
-    try:
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            return runner.run(main())
-    except* ArchiverError as group:
-        raise group.exceptions[0] from None
-
-
 def crawl_and_report(config: Config, *, quiet: bool, as_json: bool, again: str) -> Crawl:
     """Run the crawl `config` describes, print its report, exit 128 + signal when interrupted.
 
     `again` says how to go on after an interruption ("resume into ARCHIVE").
     """
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
-    crawl = run(config, pm, not (quiet or as_json) and sys.stderr.isatty())
+    bar = not (quiet or as_json) and sys.stderr.isatty()
+    try:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            crawl = runner.run(run_crawl(config, pm, install_signals=True, show_progress=bar))
+    except* ArchiverError as group:
+        raise group.exceptions[0] from None
     report = build_report(crawl)
     if as_json:
         click.echo(json.dumps(report, indent=2))

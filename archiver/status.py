@@ -12,26 +12,18 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .archive import CONFIG_NAME
 from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
+from .model import Counts
 
-if TYPE_CHECKING:
-    from .frontier import Counts
-
-# The frontiers (and asyncio under them) are imported when a status is read: the command
-# line imports this module for `status`, and every command would pay for them at start-up.
+# The frontiers are imported when a status is read: the command line imports this module
+# for `status`, and every command would pay for them (and asyncio) at start-up.
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
-
-
-def _counts() -> Counts:
-    from .frontier import Counts
-
-    return Counts()
 
 
 @dataclass
@@ -40,7 +32,7 @@ class ArchiveStatus:
 
     archive: Path
     state: str
-    counts: Counts = field(default_factory=_counts)
+    counts: Counts = field(default_factory=Counts)
     frontier: str = "sqlite"
     holder: Holder | None = None
     stale_lock: bool = False
@@ -101,14 +93,14 @@ def archive_status(archive: Path) -> ArchiveStatus:
             state = RESUMABLE
         return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
     if running:
-        return ArchiveStatus(archive, RUNNING, _counts(), "memory", holder, stale)
+        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
         if any(p.name != LOCK_NAME for p in archive.iterdir()):
             raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
         return ArchiveStatus(archive, NEW)
     # A crawl with the memory frontier leaves no state: only its report can tell.
     state = COMPLETE if _report_complete(archive) else NOT_RESUMABLE
-    return ArchiveStatus(archive, state, _counts(), "memory", holder, stale)
+    return ArchiveStatus(archive, state, Counts(), "memory", holder, stale)
 
 
 def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:

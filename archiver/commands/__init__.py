@@ -26,3 +26,21 @@ def output_options(func: F) -> F:
     func = click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")(func)
     func = click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr; no progress bar.")(func)
     return json_option(func)
+
+
+def plugin_options(func: F) -> F:
+    """--plugin/--disable-plugin, for the commands that crawl."""
+    func = click.option(
+        "--disable-plugin",
+        "disabled",
+        multiple=True,
+        metavar="NAME",
+        help="Do not load this plugin (repeatable).",
+    )(func)
+    return click.option(
+        "--plugin",
+        "plugins",
+        multiple=True,
+        metavar="MODULE",
+        help="Also load this plugin module (repeatable).",
+    )(func)

@@ -11,7 +11,7 @@ import click
 
 from ..config import load_config
 from ..terminal import echo
-from . import output_options
+from . import output_options, plugin_options
 
 PLUGIN_SETTINGS = "archiver.plugin_settings"
 """Where an option a plugin adds to `crawl` (in `register_commands`) puts its value:
@@ -79,20 +79,7 @@ log = logging.getLogger("archiver")
     is_flag=True,
     help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
 )
-@click.option(
-    "--plugin",
-    "plugins",
-    multiple=True,
-    metavar="MODULE",
-    help="Also load this plugin module (repeatable).",
-)
-@click.option(
-    "--disable-plugin",
-    "disabled",
-    multiple=True,
-    metavar="NAME",
-    help="Do not load this plugin (repeatable).",
-)
+@plugin_options
 @output_options
 def crawl_command(
     urls: Sequence[str],

@@ -42,7 +42,7 @@ import secrets
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,7 +53,7 @@ from redis.retry import Retry
 
 from archiver.archive import dump_toml
 from archiver.errors import ArchiveError, ConfigError, UsageError
-from archiver.frontier import Counts, Item, Recovered
+from archiver.frontier import Counts, Frontier, Item
 from archiver.model import LinkKind
 from archiver.politeness import DEFAULT_DELAY
 from archiver.urls import site_of
@@ -392,16 +392,18 @@ def worker_name() -> str:
     return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-class RedisFrontier:
-    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`."""
+class RedisFrontier(Frontier):
+    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`.
+
+    It has nothing to resume (`recovered`): the leases of a stopped worker expire and go
+    back to the queue by themselves.
+    """
 
     def __init__(self, config: Config) -> None:
         if not config.crawl_id:
             raise ConfigError(
                 "crawl_id: a Redis frontier needs --crawl-id NAME (the name every worker of the crawl shares)"
             )
-        self.recovered: Sequence[Recovered] = ()
-        """Leases of a stopped worker expire and go back to the queue by themselves."""
         self.url = config.frontier
         self.crawl_id = config.crawl_id
         self.prefix = prefix_for(config.crawl_id)
@@ -618,12 +620,6 @@ class RedisFrontier:
             return dataclasses.replace(last, in_flight=max(last.in_flight, len(self._held), 1))
         self._last_counts = counts_from(totals, leases, seen)
         return self._last_counts
-
-    async def mark_done(self, keys: Iterable[str]) -> int:
-        return 0
-
-    async def requeue(self, keys: Iterable[str]) -> int:
-        return 0  # the shared crawl outlives this worker: another one may fetch the roots
 
     # -- internals ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from archiver.commands import output_options
+from archiver.commands import output_options, plugin_options
 from archiver.errors import UsageError
 
 from . import is_shared, require_redis
@@ -18,8 +18,7 @@ from . import is_shared, require_redis
 @click.option("--crawl-id", required=True, metavar="NAME", help="The name the crawl was started with.")
 @click.option("-o", "--output", required=True, metavar="ARCHIVE", help="This worker's own archive folder.")
 @click.option("--max-tasks", type=int, help="Concurrent fetches in this process (default: the crawl's).")
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE", help="Also load this plugin module.")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Do not load this plugin.")
+@plugin_options
 @output_options
 def worker_command(
     frontier: str,
