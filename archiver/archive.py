@@ -14,35 +14,11 @@ from .errors import ArchiveError, ConfigError, UsageError
 CONFIG_NAME = "crawl.toml"
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
 def dump_toml(tables: dict[str, Any]) -> str:
-    """A small TOML writer for the config's own shape (tables of scalars and lists, nested once)."""
-    lines: list[str] = []
+    """The configuration's tables as TOML text (`tomllib` reads them back unchanged)."""
+    import tomli_w  # only the commands that write an archive need it
 
-    def emit(name: str, table: dict[str, Any]) -> None:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
-        lines.append(f"[{name}]")
-        lines.extend(f"{key} = {_toml_value(value)}" for key, value in scalars.items())
-        lines.append("")
-        for key, value in table.items():
-            if isinstance(value, dict):
-                emit(f"{name}.{key}", value)
-
-    for name, table in tables.items():
-        emit(name, table)
-    return "\n".join(lines)
+    return tomli_w.dumps(tables)
 
 
 def prepare_archive(config: Config) -> Path:

@@ -227,8 +227,10 @@ def _check_values(config: Config) -> None:
             except re.error as exc:
                 raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from exc
     frontier = config.frontier
-    if frontier not in ("memory", "sqlite") and not frontier.startswith(("redis://", "rediss://")):
-        raise ConfigError(f"frontier: expected 'memory', 'sqlite' or a redis:// URL, got {frontier!r}")
+    if frontier not in ("memory", "sqlite") and "://" not in frontier:
+        raise ConfigError(
+            f"frontier: expected 'memory', 'sqlite' or the URL of a plugin's frontier, got {frontier!r}"
+        )
 
 
 def _shown(bound: float) -> str:

@@ -9,35 +9,29 @@ shared, every exchange goes to the hooks, and stopping is graceful.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import functools
 import itertools
 import logging
 import random
-import signal
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-import pluggy
+from urllib.parse import urljoin
 
 from . import history
-from .archive import prepare_archive
 from .config import Config
-from .crawllog import CrawlLog, UrlRecord, write_report
+from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
+from .decode import choose_encoding, decode_content, is_textual
 from .errors import FetchError, SeedError
 from .fetcher import RETRYABLE_KINDS, GuardedResolver, default_headers, fetch, open_session
-from .frontier import Frontier, Item, make_frontier
+from .frontier import Frontier, Item
 from .guard import AddressGuard, resolve_roots
-from .lock import ArchiveLock
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
-from .resume import reconcile
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
@@ -73,8 +67,7 @@ class Crawler:
         self.robots: RobotsCache | None = None
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
-        self.crawl.extra["frontier"] = frontier
-        self.crawl.extra["crawl_log"] = self.log
+        self.crawl.crawl_log = self.log
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -93,29 +86,19 @@ class Crawler:
 
     # -- public -------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Stop taking new URLs; in-flight fetches get GRACE_SECONDS, then are cancelled."""
+    def stop(self, force: bool = False) -> None:
+        """Stop taking new URLs; in-flight fetches get GRACE_SECONDS, then are cancelled.
+
+        `force` cancels them now (a second Ctrl-C).
+        """
+        if force and self._stopping.is_set():
+            log.warning("second interrupt: cancelling now")
+            for task in list(self._busy):
+                task.cancel()
         if not self._stopping.is_set():
             log.warning("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
             self.crawl.interrupted = True
             self._stopping.set()
-
-    async def follow_stored(self, item: Item, page: Page, *, log_it: bool = False) -> int:
-        """Queue what an already archived page links to, as `_process` would, without archiving it.
-
-        Resume uses it for pages whose records reached the WARC before a crash but whose
-        URL was not yet marked done; `log_it` writes the crawl-log line the crash lost.
-        """
-        links = [] if page.is_redirect else self._extract(page)
-        if page.is_redirect:
-            new = await self._follow_redirect(item, page)
-        else:
-            new = await self._add_links(links, item, page.url)
-        if log_it:
-            record = self._record(item, page, 1, len(links), new, None)
-            record.reason = "archived before the previous run stopped; logged on resume"
-            self.log.write(record)
-        return new
 
     async def run(self) -> Crawl:
         crawl = self.crawl
@@ -133,24 +116,27 @@ class Crawler:
                 self.robots = self._make_robots()
                 await self.hooks.crawl_started(crawl)
                 if crawl.resumed:
-                    await reconcile(self)
+                    await self._reconcile()
                 await self._seed()
                 await self._run_workers()
         finally:
             crawl.finished_at = datetime.now(UTC)
             roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
             if roots_failed:
-                await self._retry_roots_next_run()
-            crawl.extra["complete"] = not (crawl.interrupted or roots_failed) and await self._exhausted()
+                # no root answered: queued again, so the archive is resumable rather than complete
+                await self.frontier.requeue(self._failed_roots)
+            counts = await self.frontier.counts()
+            exhausted = counts.queued == 0 and counts.in_flight == 0
+            crawl.complete = not (crawl.interrupted or roots_failed) and exhausted
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
-            crawl.extra["pending_at_end"] = waiting
+            crawl.pending_at_end = waiting
             finish_started = time.monotonic()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
                 if waiting:
                     # plugins catching up after the last page (the index): a stage of its own
-                    crawl.extra["after_crawl"] = {
+                    crawl.after_crawl = {
                         "seconds": round(time.monotonic() - finish_started, 3),
                         "caught_up": {
                             key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
@@ -160,12 +146,10 @@ class Crawler:
                 if self.robots is not None:
                     self.robots.close()
                 self.log.close()
-                history.record_finish(
-                    self.archive, crawl.number, crawl.finished_at, complete=crawl.extra["complete"]
-                )
+                history.record_finish(self.archive, crawl.number, crawl.finished_at, complete=crawl.complete)
                 await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
-            raise SeedError(f"no root URL could be fetched: {crawl.extra.get('seed_error', 'unknown error')}")
+            raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
 
     def _record_start(self) -> None:
@@ -177,11 +161,47 @@ class Crawler:
             run = history.record_start(self.archive, crawl.mode, crawl.started_at)
         crawl.number, crawl.mode = run.number, run.mode
 
-    async def _retry_roots_next_run(self) -> None:
-        """No root answered: queue them again, so the archive is resumable rather than complete."""
-        requeue = getattr(self.frontier, "requeue", None)
-        if requeue is not None:
-            await requeue(self._failed_roots)
+    async def _reconcile(self) -> int:
+        """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
+
+        They were killed between the WARC write and the frontier's "done": the links of the
+        stored response are queued as the lost run would have queued them (and the crawl-log
+        line the crash lost is written), so nothing is fetched twice and nothing is missed.
+        The others are fetched again.
+        """
+        recovered = {r.key: r for r in self.frontier.recovered}
+        if not recovered:
+            return 0
+        crawl = self.crawl
+        crawl.stats["resume_in_flight"] += len(recovered)
+        since = min(r.taken_at for r in recovered.values())
+        found: dict[str, Page] = {}
+        for stored in await self.hooks.archived_pages([r.item.url for r in recovered.values()], since, crawl):
+            key = canonical_key(stored.url)
+            if key in recovered and key not in found:
+                found[key] = stored
+        logged = await asyncio.to_thread(logged_urls, self.log.path, {recovered[k].item.url for k in found})
+        for key, stored in found.items():
+            item = recovered[key].item
+            page = await stored_page(stored, item, self.config)
+            links = [] if page.is_redirect else self._extract(page)
+            if page.is_redirect:
+                new = await self._follow_redirect(item, page)
+            else:
+                new = await self._add_links(links, item, page.url)
+            if item.url not in logged:
+                record = self._record(item, page, 1, len(links), new, None)
+                record.reason = "archived before the previous run stopped; logged on resume"
+                self.log.write(record)
+        marked = await self.frontier.mark_done(found)
+        crawl.stats["resume_from_warc"] += marked
+        log.warning(
+            "resuming: %d URLs were in flight; %d already archived (not fetched again), %d fetched again",
+            len(recovered),
+            marked,
+            len(recovered) - marked,
+        )
+        return marked
 
     # -- workers ------------------------------------------------------------------------
 
@@ -216,10 +236,6 @@ class Crawler:
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
-
-    async def _exhausted(self) -> bool:
-        counts = await self.frontier.counts()
-        return counts.queued == 0 and counts.in_flight == 0
 
     # -- one URL ------------------------------------------------------------------------
 
@@ -385,7 +401,7 @@ class Crawler:
         if _is_root(item):
             self._seed_failures += 1
             self._failed_roots.append(canonical_key(item.url))
-            self.crawl.extra.setdefault("seed_error", str(error))
+            self.crawl.seed_error = self.crawl.seed_error or str(error)
         log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
         await self.hooks.fetch_failed(item.url, error, self.crawl)
         self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
@@ -534,6 +550,31 @@ class Crawler:
         )
 
 
+async def stored_page(stored: Page, item: Item, config: Config) -> Page:
+    """`stored` (status, headers, body as archived) made whole for link extraction: decoded
+    content, charset, redirect target; the crawl item's depth, referrer and kind."""
+    page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
+    decoded = await asyncio.to_thread(
+        decode_content,
+        page.body,
+        page.header("Content-Encoding"),
+        config.max_decoded_size,
+        config.max_decompression_ratio,
+    )
+    encoding = source = None
+    if is_textual(page.content_type) or not page.content_type:
+        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
+    location = page.header("Location") if 300 <= page.status < 400 else None
+    return dataclasses.replace(
+        page,
+        content=decoded.content,
+        decode_error=decoded.error,
+        encoding=encoding,
+        encoding_source=source,
+        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
+    )
+
+
 def _is_root(item: Item) -> bool:
     return item.depth == 0 and item.referrer is None
 
@@ -556,61 +597,3 @@ def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str |
     if page.status in RETRY_STATUSES:
         reasons.append(f"HTTP {page.status} after {tries} tries (Retry-After honoured)")
     return "; ".join(reasons) or None
-
-
-async def run_crawl(
-    config: Config,
-    pm: pluggy.PluginManager,
-    *,
-    install_signals: bool = False,
-    show_progress: bool = False,
-    mode: Literal["crawl", "recrawl", "update"] = "crawl",
-) -> Crawl:
-    """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`)."""
-    hooks = Hooks(pm)
-    hooks.configure(config)
-    lock = ArchiveLock(Path(config.output)).acquire() if config.output else None
-    try:
-        archive = prepare_archive(config)
-        frontier = make_frontier(config, archive)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-    crawler = Crawler(config, hooks, frontier, archive)
-    crawler.crawl.mode = mode
-    loop = asyncio.get_running_loop()
-    installed = []
-    if install_signals and threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-
-            def on_signal(signum: int = signum) -> None:
-                crawler.crawl.extra["signal"] = signum
-                if crawler._stopping.is_set():
-                    log.warning("second interrupt: cancelling now")
-                    for task in list(crawler._busy):
-                        task.cancel()
-                crawler.stop()
-
-            loop.add_signal_handler(signum, on_signal)
-            installed.append(signum)
-    bar = None
-    if show_progress:
-        from rich.console import Console
-
-        from .progress import show_progress as progress_loop
-
-        bar = asyncio.create_task(
-            progress_loop(crawler.crawl, frontier, Console(stderr=True), crawler.limiter)
-        )
-    try:
-        return await crawler.run()
-    finally:
-        if bar is not None:
-            bar.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await bar
-        for signum in installed:
-            loop.remove_signal_handler(signum)
-        if lock is not None:
-            lock.release()

@@ -50,7 +50,7 @@ class CrawlLog:
 
     A killed process (SIGKILL, OOM) then loses no line that was written: the line of a page
     is written after its WARC records and before its URL is marked done, and a resume logs
-    the pages it finds archived but not done (see `resume.reconcile`).
+    the pages it finds archived but not done (see `Crawler._reconcile`).
     """
 
     def __init__(self, archive: Path) -> None:
@@ -84,6 +84,27 @@ class CrawlLog:
             self._file = None
 
 
+def logged_urls(path: Path, urls: set[str]) -> set[str]:
+    """Which of `urls` already have a line in the crawl log at `path`.
+
+    Every line starts with its URL (``{"url": ...``), so only that string is decoded.
+    """
+    found: set[str] = set()
+    if not urls or not path.is_file():
+        return found
+    decoder = json.JSONDecoder()
+    start = len('{"url": ')
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                url, _ = decoder.raw_decode(line, start)
+            except ValueError:
+                continue
+            if url in urls:
+                found.add(url)
+    return found
+
+
 def status_class(record: dict[str, Any]) -> str | None:
     """The class (``2xx``...) a log line counts toward, as `by_status_class` of the report counts
     them: fetched pages only (robots.txt fetches and skipped URLs are not pages)."""
@@ -107,7 +128,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "roots": list(crawl.roots),
         "started_at": crawl.started_at.isoformat(),
         "finished_at": finished.isoformat(),
-        "complete": not crawl.interrupted and crawl.extra.get("complete", True),
+        "complete": not crawl.interrupted and crawl.complete,
         "interrupted": crawl.interrupted,
         "resumed": crawl.resumed,
         "pages": stats["pages"],
@@ -121,7 +142,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "errors_by_kind": errors,
         "skipped_by_reason": skipped,
         "plugins": plugins,
-        **({"after_crawl": crawl.extra["after_crawl"]} if "after_crawl" in crawl.extra else {}),
+        **({"after_crawl": crawl.after_crawl} if crawl.after_crawl is not None else {}),
     }
 
 

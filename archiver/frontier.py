@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from .errors import ConfigError
-from .model import LinkKind
+from .model import Counts, LinkKind
 
-if TYPE_CHECKING:
-    from .config import Config
+__all__ = ["Counts", "Frontier", "Item", "MemoryFrontier", "Recovered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +31,26 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Counts:
-    queued: int = 0
-    in_flight: int = 0
-    done: int = 0
-    failed: int = 0
-    seen: int = 0
-    fetching: int = 0
-    """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
-    (a persistent frontier leases a batch at once) and wait in memory for a worker."""
+class Recovered:
+    """A URL that was in flight when the previous run stopped, and when it was taken."""
+
+    key: str
+    item: Item
+    taken_at: float
 
 
 class Frontier(Protocol):
-    """What the crawler needs from a frontier; `key` is the canonical form of `item.url`."""
+    """What the crawler needs from a frontier; `key` is the canonical form of `item.url`.
+
+    A frontier that keeps nothing from one run to the next may subclass this protocol for
+    the three members resume needs (`recovered`, `mark_done`, `requeue`): they do nothing.
+    """
+
+    @property
+    def recovered(self) -> Sequence[Recovered]:
+        """After `open`: the URLs a persistent frontier found in flight (the last run stopped
+        mid-fetch), queued again; resume looks for their responses in the archive."""
+        return ()
 
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
@@ -66,8 +70,16 @@ class Frontier(Protocol):
     async def counts(self) -> Counts:
         """Current totals, for progress and status."""
 
+    async def mark_done(self, keys: Iterable[str]) -> int:
+        """Mark queued URLs done without fetching them (resume found them archived); how many."""
+        return 0
 
-class MemoryFrontier:
+    async def requeue(self, keys: Iterable[str]) -> int:
+        """Put failed URLs back in the queue, for the next run to try again; how many."""
+        return 0
+
+
+class MemoryFrontier(Frontier):
     """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
 
     def __init__(self) -> None:
@@ -125,18 +137,3 @@ class MemoryFrontier:
             seen=len(self._seen),
             fetching=self._in_flight,
         )
-
-
-def make_frontier(config: Config, archive: Path) -> Frontier:
-    """The frontier `config.frontier` names: 'memory', 'sqlite' (in the archive) or a redis:// URL."""
-    if config.frontier == "memory":
-        return MemoryFrontier()
-    if config.frontier == "sqlite":
-        from .frontier_sqlite import STATE_NAME, SqliteFrontier
-
-        return SqliteFrontier(archive / STATE_NAME)
-    if config.frontier.startswith(("redis://", "rediss://")):
-        from .frontier_redis import RedisFrontier
-
-        return RedisFrontier(config)
-    raise ConfigError(f"frontier {config.frontier!r} is not available in this build")

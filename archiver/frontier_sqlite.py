@@ -26,18 +26,16 @@ import collections
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ArchiveError
-from .frontier import Counts, Item
+from .frontier import Counts, Item, Recovered
 from .model import LinkKind
 
 STATE_NAME = "state.sqlite"
 SCHEMA_VERSION = 1
 
 QUEUED, IN_FLIGHT, DONE, FAILED = 0, 1, 2, 3
-STATE_NAMES = {QUEUED: "queued", IN_FLIGHT: "in_flight", DONE: "done", FAILED: "failed"}
 
 COMMIT_EVERY = 2000
 """Changes per transaction at most: bounds what a crash can lose and the WAL's growth."""
@@ -64,15 +62,6 @@ CREATE INDEX IF NOT EXISTS urls_queued ON urls(id) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(id) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value);
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Recovered:
-    """A URL that was in flight when the previous run stopped, and when it was taken."""
-
-    key: str
-    item: Item
-    taken_at: float
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -241,10 +230,7 @@ class SqliteFrontier:
     # -- resume ------------------------------------------------------------------------
 
     async def mark_done(self, keys: Iterable[str]) -> int:
-        """Mark queued URLs done without fetching them (their records are already archived).
-
-        Keys of items handed out by `get` and not yet `done` are left alone.
-        """
+        """Keys of items handed out by `get` and not yet `done` are left alone."""
         db = self._write()
         wanted = set(keys) - {key for _, key in self._taken.values()}
         if not wanted:
@@ -265,7 +251,6 @@ class SqliteFrontier:
         return marked
 
     async def requeue(self, keys: Iterable[str]) -> int:
-        """Put failed URLs back in the queue, for the next run to try again."""
         db = self._write()
         moved = 0
         for key in keys:

@@ -20,17 +20,21 @@ Rules every hook follows:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import click
 
     from .config import Config
     from .errors import FetchError
+    from .frontier import Frontier
     from .model import Crawl, Link, Page
+    from .status import ArchiveStatus
 
 PROJECT_NAME = "archiver"
 
@@ -60,6 +64,19 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
     own table with ``config.plugin("NAME")``.  `pm` is the plugin manager: a plugin
     may ``pm.register()`` an object holding per-run state (as pytest's junitxml does).
     Raise ``archiver.ConfigError`` naming the key for a bad value or unknown key.
+    """
+
+
+@hookspec(firstresult=True)
+def make_frontier(config: Config, archive: Path) -> Frontier | None:
+    """Make the frontier ``config.frontier`` names, when this plugin provides it.
+
+    Called once per crawl, after `configure`; `archive` is the archive folder.  Return an
+    ``archiver.frontier.Frontier`` for a ``config.frontier`` URL this plugin serves (the
+    redis plugin answers ``redis://`` and ``rediss://``), else None; with no answer the core
+    makes its own (``"memory"``, ``"sqlite"``) or refuses the name.  Raise
+    ``archiver.ConfigError`` when it cannot be made (a client library not installed).
+    Must be sync.
     """
 
 
@@ -192,22 +209,26 @@ def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> Iterable[
 
 
 @hookspec
-def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
-    """``archiver merge`` has gathered the WARC files of `sources` into `archive`: derive the rest.
+def archive_merged(archive: Any, sources: Sequence[Any], copy: bool) -> Mapping[str, Any] | None:
+    """``archiver merge`` combines the archives `sources` into `archive`: bring your files over.
 
     `archive` is the merged archive folder and `sources` the archive folders merged into
-    it (``pathlib.Path`` objects).  Finished WARC files are in ``archive/warc/`` with their
-    CDXJ files; a file a killed crawl left open is copied with its ``.open`` suffix.
-    Close such files, rebuild indexes or other derived data here (the WARC plugin runs
-    ``tryfirst``, so later implementations see only finished files).  Called outside any
-    event loop; must be sync; may take long.
+    it (``pathlib.Path`` objects); the core has written the merged crawl log, report and
+    ``crawl.toml`` already.  Link (or, with `copy`, copy) your own files, close what a
+    killed crawl left open, rebuild indexes or other derived data here: the WARC plugin
+    runs ``tryfirst`` and gathers the WARC files (a file a killed crawl left open closed
+    and indexed), so later implementations see the merged WARC folder.  Return counts of
+    what was done, added to ``archiver merge --json``; a ``"summary"`` key holds the words
+    ``archiver merge`` prints.  Called outside any event loop; must be sync; may take long.
     """
 
 
 @hookspec
-def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
+def archive_status(archive: Any, status: ArchiveStatus | None) -> Iterable[tuple[str, Any]] | None:
     """Contribute lines to ``archiver status ARCHIVE``.
 
     `archive` is the archive folder (a ``pathlib.Path``).  Return ``(label, value)``
-    pairs, e.g. ``[("index lag", 12)]``, or None.  Must be sync and cheap.
+    pairs, e.g. ``[("index lag", 12)]``, or None.  `status` is what the core read (its
+    state, counts and frontier): a plugin whose frontier kept the crawl elsewhere fills
+    it in (the redis plugin asks Redis).  Must be sync and cheap.
     """

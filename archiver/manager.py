@@ -11,7 +11,7 @@ import importlib.metadata
 import inspect
 import os
 import sys
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -21,10 +21,14 @@ from .errors import ConfigError
 from .model import Link, LinkKind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .config import Config
     from .errors import FetchError
+    from .frontier import Frontier
     from .hookspecs import FetchRequisite
     from .model import Crawl, Page
+    from .status import ArchiveStatus
 
 ENTRY_POINT_GROUP = "archiver"
 AUTOLOAD_OFF_VARIABLE = "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD"
@@ -202,12 +206,17 @@ class Hooks:
                 pages.extend(found)
         return pages
 
-    def archive_merged(self, archive: Any, sources: Sequence[Any]) -> None:
-        self._hook.archive_merged(archive=archive, sources=list(sources))
+    def make_frontier(self, config: Config, archive: Path) -> Frontier | None:
+        frontier: Frontier | None = self._hook.make_frontier(config=config, archive=archive)
+        return frontier
 
-    def archive_status(self, archive: Any) -> list[tuple[str, Any]]:
+    def archive_merged(self, archive: Path, sources: Sequence[Path], copy: bool) -> list[Mapping[str, Any]]:
+        answers = self._hook.archive_merged(archive=archive, sources=list(sources), copy=copy)
+        return [answer for answer in answers if answer]
+
+    def archive_status(self, archive: Path, status: ArchiveStatus | None = None) -> list[tuple[str, Any]]:
         lines: list[tuple[str, Any]] = []
-        for contributed in self._hook.archive_status(archive=archive):
+        for contributed in self._hook.archive_status(archive=archive, status=status):
             if contributed:
                 lines.extend(contributed)
         return lines

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from .config import Config
@@ -162,6 +162,29 @@ class Page:
         return self.content.decode(self.encoding or "utf-8", errors="replace")
 
 
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """A frontier's totals, for progress and `archiver status`."""
+
+    queued: int = 0
+    in_flight: int = 0
+    done: int = 0
+    failed: int = 0
+    seen: int = 0
+    fetching: int = 0
+    """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
+    (a persistent frontier leases a batch at once) and wait in memory for a worker."""
+
+    @property
+    def finished(self) -> bool:
+        """A crawl was seeded and nothing is left: no URL queued, none in flight."""
+        return self.seen > 0 and self.queued == 0 and self.in_flight == 0
+
+
+class LogWriter(Protocol):
+    def write(self, record: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class Crawl:
     """One run of the crawler, as plugins see it: its configuration, clock and counters.
@@ -182,8 +205,21 @@ class Crawl:
     number: int = 0
     """Which crawl of the archive this is (1 for the first; a resume keeps its number)."""
     mode: Literal["crawl", "recrawl", "update"] = "crawl"
+    signal: int | None = None
+    """The signal (SIGINT, SIGTERM) that interrupted the run, if one did."""
+    complete: bool = False
+    """Set when the run ends: nothing was left to fetch (no URL queued, none in flight)."""
+    seed_error: str | None = None
+    """Why the first root that failed could not be fetched."""
+    pending_at_end: dict[str, int] = field(default_factory=dict)
+    """Plugins' own queues (``NAME.pending`` stats) still waiting when the last page was fetched."""
+    after_crawl: dict[str, Any] | None = None
+    """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
+    crawl_log: LogWriter | None = None
+    """The crawl log, where a plugin may add lines of its own (the browser's renderings)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
+    """Free room for plugins to share per-run objects; ``"finishing"`` (a short text) is shown
+    by the progress bar while a plugin catches up after the last page."""
 
     def plugin_config(self, name: str) -> Mapping[str, Any]:
         return self.config.plugin(name)

@@ -132,7 +132,7 @@ async def show_progress(
                 waiting = {k.split(".", 1)[0]: v for k, v in crawl.stats.items() if k.endswith(".pending")}
                 if stage is None:
                     name = next((k for k, v in waiting.items() if v), "plugins")
-                    at_end = crawl.extra.get("pending_at_end", {}).get(f"{name}.pending", 0)
+                    at_end = crawl.pending_at_end.get(f"{name}.pending", 0)
                     stage = (name, max(at_end, waiting.get(name, 0), 1), now)
                     rate = _Rate()
                 name, total, stage_started = stage

@@ -11,16 +11,13 @@ per-host budget, max_pages) depend on the crawl's history: only the log can tell
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from .config import Config, load_config
-from .errors import FetchError, UsageError
+from .config import Config
+from .errors import FetchError
 from .model import LinkKind, Page
-from .terminal import echo
 
 if TYPE_CHECKING:
     from .robots import RobotsEntry
@@ -184,40 +181,6 @@ def render(explanation: Explanation) -> str:
         verdict = "unreachable (a crawl would fail and stay resumable)"
     lines.append(f"  verdict: {verdict}: {explanation.decided_by}")
     return "\n".join(lines)
-
-
-@click.command("why")
-@click.argument("archive", type=click.Path(path_type=Path))
-@click.argument("urls", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON result.")
-@click.option(
-    "--requisite",
-    is_flag=True,
-    help="Judge a URL the crawl never met as a page requisite (image, CSS, script), not a followed link.",
-)
-def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: bool) -> None:
-    """Say for each URL whether the crawl in ARCHIVE takes it, and which rule decided.
-
-    Shows the crawl log's record of the URL (fetched, failed or skipped, with the
-    reason), then each rule of the saved configuration applied to it, robots.txt
-    included, as the crawl fetched it.
-    """
-    from .robots import agent_token, saved_robots
-
-    config_path = archive / "crawl.toml"
-    if not config_path.is_file():
-        raise UsageError(f"{archive} is not an archive (no crawl.toml)")
-    config = load_config(config_path)
-    robots = saved_robots(archive, agent_token(config.user_agent)) if config.robots else None
-    results = []
-    for url in urls:
-        logged = find_in_log(archive, url)
-        kind = LinkKind.REQUISITE if requisite and logged is None else None
-        results.append(explain(url, config, robots, logged=logged, kind=kind))
-    if as_json:
-        click.echo(json.dumps([asdict(r) for r in results], indent=2))
-        return
-    echo("\n\n".join(render(r) for r in results))
 
 
 async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]:

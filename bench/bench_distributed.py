@@ -35,7 +35,14 @@ from bench import sitegen
 
 CLIENT_COMMANDS = {"evalsha", "eval", "script|load", "multi", "hgetall", "hello", "ping"}
 """Commands only clients send (each pipeline of the frontier holds exactly one of them)."""
-PLUGINS = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]
+PLUGINS = [
+    "--plugin",
+    "archiver_plugins.links",
+    "--plugin",
+    "archiver_plugins.warc",
+    "--plugin",
+    "archiver_plugins.redis",
+]
 
 
 def free_port() -> int:

@@ -26,8 +26,8 @@ from typing import Any
 from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_mirror
 
 from archiver.config import load_config
-from archiver.crawler import run_crawl
 from archiver.manager import make_plugin_manager
+from archiver.runner import run_crawl
 from bench import server
 from bench.run import site_for
 

@@ -160,8 +160,8 @@ async def crawl_once(
     import resource
 
     from archiver.config import load_config
-    from archiver.crawler import run_crawl
     from archiver.manager import make_plugin_manager
+    from archiver.runner import run_crawl
 
     clock = CrawlClock()
     plugins = ["archiver_plugins.links"] + (["archiver_plugins.index"] if with_index else [])
@@ -432,7 +432,7 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
     merged = folder / "merged"
     merge = f"""
 from pathlib import Path
-from archiver.distributed import merge_archives
+from archiver.merge import merge_archives
 from archiver.manager import make_plugin_manager
 pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.index"])
 sources = [Path(p) for p in {[str(s) for s in sources]!r}]

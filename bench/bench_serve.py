@@ -29,8 +29,8 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from archiver_plugins.warc.reader import open_archive
 
 from archiver.config import load_config
-from archiver.crawler import run_crawl
 from archiver.manager import make_plugin_manager
+from archiver.runner import run_crawl
 from bench import sitegen
 
 

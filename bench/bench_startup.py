@@ -6,12 +6,15 @@ generated site (served by `python -m http.server` on 127.0.0.1) into a temporary
 then runs each command `--repeat` times as a fresh process and prints the median and the
 best wall time and the median CPU time (user + system) of each.  With `--against REV` the
 commands of that git revision run too, interleaved with the work tree's, so a change in
-the machine's load hits both alike.  Compiled bytecode is cached (in a temporary
-PYTHONPYCACHEPREFIX, after one untimed run) as it is in an installed package, even where
-PYTHONDONTWRITEBYTECODE is set; `--no-bytecode-cache` compiles every module on every run.
+the machine's load hits both alike; `--against-venv DIR` runs the `archiver` of another
+installation (its own entry points, for a revision whose plugins differ).  Compiled
+bytecode is cached (in a temporary PYTHONPYCACHEPREFIX, after one untimed run) as it is
+in an installed package, even where PYTHONDONTWRITEBYTECODE is set; `--no-bytecode-cache`
+compiles every module on every run.
 
     python -m bench.bench_startup                     # 200 pages, 10 runs per command
     python -m bench.bench_startup --against HEAD~3    # A/B against an older revision
+    python -m bench.bench_startup --against-venv /tmp/old/.venv   # A/B against another install
     python -X importtime -m archiver --help 2> imp.txt   # where the time goes, per module
 """
 
@@ -94,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query", default="telescope", help="the search (default: telescope)")
     parser.add_argument("--against", metavar="REV", help="also run this git revision, interleaved")
     parser.add_argument(
+        "--against-venv",
+        type=Path,
+        metavar="DIR",
+        help="also run DIR/bin/archiver (another install), interleaved",
+    )
+    parser.add_argument(
         "--no-bytecode-cache", action="store_true", help="compile every module on every run (no .pyc)"
     )
     parser.add_argument(
@@ -113,11 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            "archiver --help": [*script, "--help"],
-            "archiver search --help": [*script, "search", "--help"],
-            "archiver plugins": [*script, "plugins"],
-            "archiver status ARCHIVE": [*script, "status", str(archive)],
-            f"archiver search ARCHIVE {args.query}": [*script, "search", str(archive), args.query],
+            "archiver --help": ["--help"],
+            "archiver search --help": ["search", "--help"],
+            "archiver plugins": ["plugins"],
+            "archiver status ARCHIVE": ["status", str(archive)],
+            f"archiver search ARCHIVE {args.query}": ["search", str(archive), args.query],
         }
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         if args.no_bytecode_cache:
@@ -125,18 +134,25 @@ def main(argv: list[str] | None = None) -> int:
         else:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        variants: list[tuple[str, dict[str, str]]] = [("work tree", env)]
+        variants: list[tuple[str, list[str], dict[str, str]]] = [("work tree", script, env)]
         if args.against:
             path = source_of(args.against, Path(tmp) / "against")
-            variants.insert(0, (args.against, {**env, "PYTHONPATH": str(path)}))
+            variants.insert(0, (args.against, script, {**env, "PYTHONPATH": str(path)}))
+        if args.against_venv:
+            other = [str(args.against_venv / "bin" / "archiver")]
+            variants.insert(0, (args.against_venv.parent.name[:12], other, env))
+
+        def command(cmd: list[str], program: list[str]) -> list[str]:
+            return cmd if cmd[0] == sys.executable else [*program, *cmd]
+
         for cmd in commands.values():  # writes the bytecode cache; not timed
-            for _, variant_env in variants:
-                timed(cmd, variant_env)
+            for _, program, variant_env in variants:
+                timed(command(cmd, program), variant_env)
         runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.repeat):
             for name, cmd in commands.items():
-                for label, variant_env in variants:
-                    runs.setdefault((name, label), []).append(timed(cmd, variant_env))
+                for label, program, variant_env in variants:
+                    runs.setdefault((name, label), []).append(timed(command(cmd, program), variant_env))
     load = os.getloadavg()[0]
     bytecode = "compiled on every run" if args.no_bytecode_cache else "cached"
     print(

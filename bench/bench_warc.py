@@ -21,9 +21,9 @@ from pathlib import Path
 from archiver_plugins.warc.records import RecordMaker
 
 from archiver.config import load_config
-from archiver.crawler import run_crawl
 from archiver.manager import make_plugin_manager
 from archiver.model import Link, Page
+from archiver.runner import run_crawl
 from bench import server, sitegen
 
 

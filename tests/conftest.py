@@ -13,9 +13,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from archiver.config import Config, load_config
-from archiver.crawler import run_crawl
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl
+from archiver.runner import run_crawl
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -26,10 +26,10 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import ConfigError
 from archiver.cli import main
 from archiver.config import Config
-from archiver.crawler import run_crawl
 from archiver.crawllog import LOG_NAME
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl
+from archiver.runner import run_crawl
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -29,7 +29,14 @@ from archiver.manager import make_plugin_manager
 
 __all__ = ["redis_server"]
 
-CRAWLERS = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]
+CRAWLERS = [
+    "--plugin",
+    "archiver_plugins.links",
+    "--plugin",
+    "archiver_plugins.warc",
+    "--plugin",
+    "archiver_plugins.redis",
+]
 WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heron"]
 
 
@@ -277,9 +284,11 @@ async def test_a_killed_worker_leases_are_finished_by_the_others(
     assert set(site.hits) == expected
 
     # The victim's WARC file was left open; the merged archive has it closed and indexed.
-    from archiver.distributed import merge_archives
+    from archiver.merge import merge_archives
 
-    warc_only = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc"])
+    warc_only = make_plugin_manager(
+        autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.redis"]
+    )
     merged = tmp_path / "merged"
     merge_archives(archives, merged, plugin_manager=warc_only)
     assert not list((merged / "warc").glob("*.open"))
@@ -347,8 +356,8 @@ async def test_merge_gives_one_archive_for_search_and_export(
 
 async def test_hook_archive_merged(tmp_path: Path) -> None:
     """The hook is called with the merged folder and the sources, after the WARC files moved."""
-    from archiver.distributed import merge_archives
     from archiver.hookspecs import hookimpl
+    from archiver.merge import merge_archives
 
     calls: list[tuple[Path, list[Path]]] = []
 

@@ -14,8 +14,8 @@ from conftest import Site, make_config
 
 from archiver import ConfigError, UsageError
 from archiver.config import Config
-from archiver.crawler import run_crawl
 from archiver.manager import make_plugin_manager, plugin_versions
+from archiver.runner import run_crawl
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "archiver-example-plugin"
 MODULE = "archiver_content_types"

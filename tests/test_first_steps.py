@@ -130,8 +130,8 @@ async def test_the_crawl_log_names_the_plugin_that_refused_a_url(site: Site, tmp
     from conftest import make_config
 
     from archiver import hookimpl
-    from archiver.crawler import run_crawl
     from archiver.manager import make_plugin_manager
+    from archiver.runner import run_crawl
 
     class NoPdf:
         @hookimpl

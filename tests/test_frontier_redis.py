@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from archiver_plugins.redis.frontier import FrontierLostError, FrontierUnavailableError, RedisFrontier
 from conftest import CrawlFn, Site
 from redis_support import RedisServer, free_port, redis_server
 
 from archiver.cli import main
 from archiver.config import load_config
 from archiver.frontier import Item
-from archiver.frontier_redis import FrontierLostError, FrontierUnavailableError, RedisFrontier
 from archiver.urls import canonical_key
 
 __all__ = ["redis_server"]
@@ -163,6 +164,33 @@ def test_crawl_id_is_required() -> None:
         RedisFrontier(load_config(None, {"frontier": "redis://127.0.0.1:1/0"}))
 
 
+def test_without_the_redis_client_the_error_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if `pip install archiver` without [redis]
+    args = ["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a"), "--crawl-id", "c", "-q"]
+    code = main([*args, "--frontier", "redis://127.0.0.1:1/0", "--plugin", "archiver_plugins.redis"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err == [
+        "archiver: error: a Redis frontier needs the redis client, which is not installed:"
+        " pip install 'archiver[redis]'"
+    ]
+
+
+def test_hook_make_frontier_without_a_plugin_the_url_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a"), "--crawl-id", "c", "-q"]
+    code = main([*args, "--frontier", "redis://127.0.0.1:1/0", "--disable-plugin", "redis"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err == [
+        "archiver: error: frontier 'redis://127.0.0.1:1/0': no plugin provides it"
+        " (`archiver plugins` lists those loaded)"
+    ]
+
+
 def test_cli_names_the_unreachable_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     archive = str(tmp_path / "a")
@@ -207,8 +235,10 @@ async def test_crawl_through_redis_matches_a_memory_crawl(
         site.page(f"/p{i}", links=[f"/p{(i * 7 + 1) % 30}", f"/p{(i + 1) % 30}", "/go"])
     site.redirect("/go", "/p3")
     site.page("/", links=["/p0", "/missing"])
-    crawl = await crawl_archive(site.url("/"), frontier=redis_server.url, crawl_id="one")
-    assert crawl.extra["complete"]
+    crawl = await crawl_archive(
+        site.url("/"), plugins=("links", "redis"), frontier=redis_server.url, crawl_id="one"
+    )
+    assert crawl.complete
     assert set(site.hits) == {"/", "/missing", "/go", *(f"/p{i}" for i in range(30))}
     assert max(site.hits.values()) == 1
     client = redis_server.client()

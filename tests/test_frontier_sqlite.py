@@ -13,9 +13,12 @@ import pytest
 from conftest import CrawlFn, Site
 
 from archiver.config import Config
-from archiver.frontier import Item, MemoryFrontier, make_frontier
+from archiver.errors import ConfigError
+from archiver.frontier import Item, MemoryFrontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
+from archiver.hookspecs import hookimpl
 from archiver.model import LinkKind
+from archiver.runner import make_frontier
 
 
 def entries(*names: str) -> list[tuple[str, Item]]:
@@ -190,3 +193,25 @@ async def test_crawl_with_sqlite_frontier_matches_memory(site: Site, crawl_archi
     db = sqlite3.connect(crawl.archive / STATE_NAME)
     assert db.execute("SELECT count(*) FROM urls WHERE state != 2").fetchone() == (0,)
     db.close()
+
+
+async def test_hook_make_frontier(site: Site, crawl_archive: CrawlFn) -> None:
+    """A plugin's frontier serves the URLs it answers for; the core's are the fallback."""
+    made: list[tuple[str, Path]] = []
+
+    class Provider:
+        @hookimpl
+        def make_frontier(self, config: Config, archive: Path) -> MemoryFrontier | None:
+            if not config.frontier.startswith("test://"):
+                return None
+            made.append((config.frontier, archive))
+            return MemoryFrontier()
+
+    site.page("/", links=["/a"])
+    site.page("/a")
+    crawl = await crawl_archive(site.url("/"), extra=[Provider()], frontier="test://queue")
+    assert made == [("test://queue", crawl.archive)] and crawl.stats["pages"] == 2
+    crawl = await crawl_archive(site.url("/"), extra=[Provider()], frontier="sqlite")
+    assert len(made) == 1 and (crawl.archive / STATE_NAME).is_file()
+    with pytest.raises(ConfigError, match="'test://queue': no plugin provides it"):
+        await crawl_archive(site.url("/"), frontier="test://queue")

@@ -12,8 +12,8 @@ from archiver_plugins.index.store import Capture, spool_path
 from conftest import CrawlFn, Site
 from test_index_resume import build_site, indexable_in_warcs, indexed
 
-from archiver.distributed import merge_archives
 from archiver.manager import make_plugin_manager
+from archiver.merge import merge_archives
 
 PLUGINS = ("links", "warc", "index")
 QUERIES = ("word7", "page", "here", "word1 OR word2", '"page 12"', "title:page", "p4")

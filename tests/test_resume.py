@@ -21,7 +21,6 @@ from archiver_plugins.warc.verify import verify_file
 from conftest import CrawlFn, Handler, Site, make_config
 from warcio.archiveiterator import ArchiveIterator
 
-from archiver.crawler import run_crawl
 from archiver.errors import ArchiveLockedError
 from archiver.frontier_sqlite import STATE_NAME, read_counts
 from archiver.hookspecs import hookimpl
@@ -29,6 +28,7 @@ from archiver.lock import ArchiveLock, read_holder
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl, Page
 from archiver.resume import plan_run
+from archiver.runner import run_crawl
 from archiver.status import archive_status
 
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}

@@ -9,11 +9,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import CrawlFn, Site
 
+from archiver.commands.status import status_command
 from archiver.errors import ArchiverError
 from archiver.frontier import Item
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 from archiver.lock import LOCK_NAME
-from archiver.status import archive_status, status_command
+from archiver.status import archive_status
 
 
 def status(archive: Path, *args: str) -> tuple[int, str]:

@@ -39,7 +39,7 @@ async def test_resume_skips_a_garbage_cdxj_line_and_names_it(
     with caplog.at_level(logging.WARNING):
         # /b, left out by max_pages, is now a root: its payload is /a's
         resumed = await crawl_archive([site.url("/"), site.url("/b")], max_pages=0, **options)
-    assert resumed.resumed and resumed.extra["complete"]
+    assert resumed.resumed and resumed.complete
     warnings = [r.getMessage() for r in caplog.records if "not a CDXJ line" in r.getMessage()]
     assert len(warnings) == 1 and f"{cdxj}: line 2:" in warnings[0]
     types = _record_types(archive)

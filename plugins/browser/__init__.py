@@ -25,7 +25,7 @@ from .settings import BrowserSettings, parse_settings
 
 CAPTURE_NAME = "browser-capture"
 PLUGIN_SETTINGS = "archiver.plugin_settings"
-"""``archiver.cli.PLUGIN_SETTINGS``: the crawl command reads options of plugins there."""
+"""``archiver.commands.crawl.PLUGIN_SETTINGS``: the crawl command reads options of plugins there."""
 
 INSTALL_PLAYWRIGHT = "pip install 'archiver[browser]'"
 INSTALL_CHROMIUM = "apt-get install chromium"

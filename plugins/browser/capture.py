@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import urljoin
 
 import pluggy
@@ -147,9 +146,8 @@ class BrowserCapture:
         if rendering.notes:
             crawl.stats["browser.notes"] += 1
             log.info("browser: %s: %s", page.url, "; ".join(rendering.notes))
-        crawl_log: Any = crawl.extra.get("crawl_log")
-        if crawl_log is not None:
-            crawl_log.write(
+        if crawl.crawl_log is not None:
+            crawl.crawl_log.write(
                 {
                     "url": page.url,
                     "outcome": "rendered" if rendering.dom is not None else "render_failed",

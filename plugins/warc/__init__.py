@@ -68,8 +68,8 @@ def register_commands(cli: click.Group) -> None:
 
 
 @hookimpl(tryfirst=True)
-def archive_merged(archive: Path, sources: Sequence[Path]) -> None:
-    """Close the files a killed crawl left open and index any WARC file that has no CDXJ."""
-    from .merge import finish_merged
+def archive_merged(archive: Path, sources: Sequence[Path], copy: bool) -> dict[str, int | str]:
+    """Link (or copy) the sources' WARC files, close those a killed crawl left open, index them."""
+    from .merge import merge_warcs
 
-    finish_merged(Path(archive) / "warc")
+    return merge_warcs(Path(archive), [Path(s) for s in sources], copy)

@@ -51,17 +51,17 @@ import redis.exceptions as redis_errors
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .archive import dump_toml
-from .errors import ArchiveError, ConfigError, UsageError
-from .frontier import Counts, Item
-from .model import LinkKind
-from .politeness import DEFAULT_DELAY
-from .urls import site_of
+from archiver.archive import dump_toml
+from archiver.errors import ArchiveError, ConfigError, UsageError
+from archiver.frontier import Counts, Frontier, Item
+from archiver.model import LinkKind
+from archiver.politeness import DEFAULT_DELAY
+from archiver.urls import site_of
 
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
-    from .config import Config
+    from archiver.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -392,8 +392,12 @@ def worker_name() -> str:
     return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-class RedisFrontier:
-    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`."""
+class RedisFrontier(Frontier):
+    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`.
+
+    It has nothing to resume (`recovered`): the leases of a stopped worker expire and go
+    back to the queue by themselves.
+    """
 
     def __init__(self, config: Config) -> None:
         if not config.crawl_id:
@@ -478,7 +482,7 @@ class RedisFrontier:
             started, totals, leases, seen = await pipe.execute()
         self.round_trips.other += 1
         counts = counts_from(totals, leases, seen)
-        if started and counts.seen > 0 and counts.queued == 0 and counts.in_flight == 0:
+        if started and counts.finished:
             raise CrawlFinishedError(
                 f"crawl {self.crawl_id!r} at {redacted(self.url)} is finished ({counts.done} done,"
                 f" {counts.failed} failed): nothing left to fetch. Start a new crawl with another"

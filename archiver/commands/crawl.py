@@ -1,0 +1,156 @@
+"""`archiver crawl`: the options, the configuration they make, then the runner."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..config import load_config
+from ..terminal import echo
+from . import output_options, plugin_options
+
+PLUGIN_SETTINGS = "archiver.plugin_settings"
+"""Where an option a plugin adds to `crawl` (in `register_commands`) puts its value:
+``ctx.meta[PLUGIN_SETTINGS][NAME][KEY]``, which overrides ``[plugins.NAME] KEY``."""
+
+log = logging.getLogger("archiver")
+
+
+@click.command("crawl")
+@click.argument("urls", nargs=-1)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="ARCHIVE",
+    help="Archive folder to write (created if missing).",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="TOML config file (see config.example.toml).",
+)
+@click.option("--max-tasks", type=int, help="Concurrent workers (default 10).")
+@click.option("--max-redirect", type=int, help="Redirects followed per chain (default 10).")
+@click.option("--max-tries", type=int, help="Attempts per URL on network errors (default 4).")
+@click.option("--max-depth", type=int, help="Link distance from a root (default 50).")
+@click.option("--max-pages", type=int, help="Stop queueing after this many URLs (0 = no limit).")
+@click.option("--include", multiple=True, metavar="REGEX", help="Only follow URLs matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow URLs matching (repeatable).")
+@click.option(
+    "--strict/--lenient",
+    default=None,
+    help="Host matching: www. only (strict, default) or any subdomain.",
+)
+@click.option(
+    "--requisites/--no-requisites",
+    default=None,
+    help="Fetch images, CSS, scripts of pages even from other hosts (default on).",
+)
+@click.option("--user-agent", help="User-Agent header (default names archiver and a contact URL).")
+@click.option("--timeout", type=float, help="Seconds allowed for one whole response (default 120).")
+@click.option(
+    "--delay",
+    type=float,
+    help="Seconds between two requests to one host (default: robots.txt Crawl-delay, else 0.25).",
+)
+@click.option("--per-host-concurrency", type=int, help="Requests at once to one host (default 4).")
+@click.option("--ignore-robots", is_flag=True, default=None, help="Do not obey robots.txt.")
+@click.option(
+    "--frontier",
+    help="Where the queue lives: sqlite (default), memory, or a plugin's URL (redis://HOST:PORT/DB).",
+)
+@click.option("--crawl-id", help="Name of a crawl shared by many processes (a Redis frontier).")
+@click.option(
+    "--resume",
+    "resume_archive",
+    metavar="ARCHIVE",
+    help="Continue the interrupted crawl in ARCHIVE with the configuration saved in it.",
+)
+@click.option("--recrawl", is_flag=True, help="Crawl again into an archive whose crawl is complete.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
+)
+@plugin_options
+@output_options
+def crawl_command(
+    urls: Sequence[str],
+    output: str | None,
+    config_file: Path | None,
+    plugins: Sequence[str],
+    disabled: Sequence[str],
+    verbose: int,
+    quiet: bool,
+    as_json: bool,
+    ignore_robots: bool | None,
+    **options: Any,
+) -> None:
+    """Crawl the site(s) at URLS into the archive folder ARCHIVE.
+
+    Follows links and redirects within the roots' hosts, fetches page requisites,
+    writes every HTTP exchange through the plugins (WARC files, full-text index), and
+    ends with a report (ARCHIVE/report.json, per-URL log in ARCHIVE/crawl-log.jsonl).
+    """
+    from ..runner import setup_logging
+
+    setup_logging(verbose, quiet or as_json)
+    resume_archive: str | None = options.pop("resume_archive")
+    recrawl: bool = options.pop("recrawl")
+    dry: bool = options.pop("dry_run")
+    overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
+    if urls:
+        overrides["roots"] = tuple(urls)
+    if output:
+        overrides["output"] = output
+    if ignore_robots:
+        overrides["robots"] = False
+    plugin_settings = click.get_current_context().meta.get(PLUGIN_SETTINGS)
+    if plugin_settings:
+        overrides["plugins"] = plugin_settings
+    if resume_archive is not None:
+        from ..resume import resumed_config
+
+        if urls or config_file or (output and Path(output) != Path(resume_archive)):
+            raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
+        config = resumed_config(Path(resume_archive), overrides)
+    else:
+        config = load_config(config_file, overrides)
+    if plugins or disabled:
+        config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
+    if not config.roots:
+        raise click.UsageError("give at least one URL to crawl (or roots in the config file)")
+    if not config.output:
+        raise click.UsageError("-o ARCHIVE is missing: name the folder the crawl writes into")
+    from ..urls import clean_url
+
+    for root in config.roots:
+        if clean_url(root) is None:
+            raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
+    if config.robots is False and ignore_robots:
+        log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
+    if dry:
+        from ..why import dry_run
+
+        echo(dry_run(config))
+        return
+    from ..resume import plan_run
+    from ..runner import crawl_and_report
+
+    proceed, message = plan_run(config, recrawl=recrawl)
+    if not proceed:
+        echo(message)
+        return
+    if message and not quiet:
+        echo(message, err=True)
+    again = f"resume into {config.output}"
+    crawl_and_report(
+        config, quiet=quiet, as_json=as_json, again=again, mode="recrawl" if recrawl else "crawl"
+    )

@@ -1,0 +1,186 @@
+"""Running one crawl from start to report: the archive's lock, Ctrl-C, the progress bar, the exit code.
+
+The engine (`crawler.Crawler`) knows nothing of terminals, signals or processes; the
+commands (`archiver crawl`, and `archiver worker` of the redis plugin) know nothing of
+the engine.  This module is what sits between them, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import pluggy
+
+from .archive import prepare_archive
+from .config import Config
+from .crawler import Crawler
+from .crawllog import build_report
+from .errors import ArchiverError, ConfigError, UsageError
+from .frontier import Frontier, MemoryFrontier
+from .frontier_sqlite import STATE_NAME, SqliteFrontier
+from .history import Mode
+from .lock import ArchiveLock
+from .manager import Hooks, make_plugin_manager
+from .model import Crawl
+from .terminal import PrintableFormatter, echo
+
+
+def setup_logging(verbose: int, quiet: bool) -> None:
+    level = (
+        logging.ERROR
+        if quiet
+        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if level > logging.DEBUG:
+        logging.getLogger("asyncio").setLevel(logging.ERROR)
+
+
+async def run_crawl(
+    config: Config,
+    pm: pluggy.PluginManager,
+    *,
+    install_signals: bool = False,
+    show_progress: bool = False,
+    mode: Mode = "crawl",
+) -> Crawl:
+    """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`).
+
+    A first signal stops the crawl gracefully; a second cancels the fetches in flight.
+    """
+    hooks = Hooks(pm)
+    hooks.configure(config)
+    with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
+        archive = prepare_archive(config)
+        crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive)
+        crawler.crawl.mode = mode
+        loop = asyncio.get_running_loop()
+        installed = []
+        if install_signals and threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+
+                def on_signal(signum: int = signum) -> None:
+                    again, crawler.crawl.signal = crawler.crawl.interrupted, signum
+                    crawler.stop(force=again)
+
+                loop.add_signal_handler(signum, on_signal)
+                installed.append(signum)
+        bar = asyncio.create_task(_progress(crawler)) if show_progress else None
+        try:
+            return await crawler.run()
+        finally:
+            if bar is not None:
+                bar.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await bar
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+
+
+async def _progress(crawler: Crawler) -> None:
+    from rich.console import Console
+
+    from .progress import show_progress
+
+    await show_progress(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
+
+
+def make_frontier(config: Config, archive: Path, hooks: Hooks | None = None) -> Frontier:
+    """The frontier `config.frontier` names: a plugin's (`make_frontier` hook), else the core's
+    'memory' or 'sqlite' (in the archive)."""
+    frontier = hooks.make_frontier(config, archive) if hooks is not None else None
+    if frontier is not None:
+        return frontier
+    if config.frontier == "memory":
+        return MemoryFrontier()
+    if config.frontier == "sqlite":
+        return SqliteFrontier(archive / STATE_NAME)
+    raise ConfigError(
+        f"frontier {config.frontier!r}: no plugin provides it (`archiver plugins` lists those loaded)"
+    )
+
+
+def crawl_and_report(
+    config: Config, *, quiet: bool, as_json: bool, again: str, mode: Mode = "crawl"
+) -> Crawl:
+    """Run the crawl `config` describes, print its report, exit 128 + signal when interrupted.
+
+    `again` says how to go on after an interruption ("resume into ARCHIVE").
+    """
+    pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
+    bar = not (quiet or as_json) and sys.stderr.isatty()
+    try:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            crawl = runner.run(run_crawl(config, pm, install_signals=True, show_progress=bar, mode=mode))
+    except* ArchiverError as group:
+        raise group.exceptions[0] from None
+    report = build_report(crawl)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    elif not quiet:
+        echo(human_summary(report))
+    if crawl.interrupted:
+        signum = crawl.signal or signal.SIGINT
+        if not quiet and not as_json:
+            click.echo(f"Interrupted: run the same command again to {again}.", err=True)
+        sys.exit(128 + int(signum))
+    return crawl
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (`pip install archiver[speed]`), else asyncio's.
+
+    uvloop does the loop's own work (polling, timers, socket writes) in C: the crawl
+    spends less CPU per page.  ARCHIVER_LOOP=asyncio forces the standard loop (to compare,
+    or to rule uvloop out when debugging); ARCHIVER_LOOP=uvloop insists on uvloop.
+    """
+    wanted = os.environ.get("ARCHIVER_LOOP", "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "asyncio", "uvloop"):
+        raise UsageError(f"ARCHIVER_LOOP={wanted!r}: expected auto, asyncio or uvloop")
+    if wanted == "asyncio":
+        return None
+    try:
+        # Imported by name: an optional extra, absent from most type-checking environments.
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        if wanted == "uvloop":
+            raise UsageError("ARCHIVER_LOOP=uvloop but uvloop is not installed") from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def human_summary(report: dict[str, Any]) -> str:
+    classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
+    lines = [
+        f"Crawled {report['pages']} pages ({report['bytes'] / 1e6:.1f} MB)"
+        f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
+        f" {report['failed']} failed, {report['redirects']} redirects.",
+        f"Status: {classes}.",
+    ]
+    for label, key in (("Errors", "errors_by_kind"), ("Skipped", "skipped_by_reason")):
+        if report[key]:
+            lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in report[key].items()) + ".")
+    after = report.get("after_crawl")
+    if after:
+        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        total = report["wall_seconds"] + after["seconds"]
+        lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
+    lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Bundled plugin redis: one crawl shared by many processes, on any machines, through Redis.
+
+A crawl started with ``archiver crawl URL -o ARCHIVE --frontier redis://HOST:PORT/DB
+--crawl-id NAME`` keeps its frontier in Redis (frontier.py) and stores its configuration
+there; ``archiver worker`` (worker.py) joins it from anywhere with its own archive
+folder; ``archiver status`` of a worker's archive shows the whole crawl, and ``archiver
+merge`` takes the crawl's own totals from Redis (shared.py).  The redis client is an
+optional extra (``pip install 'archiver[redis]'``), imported only when Redis is used.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from archiver.archive import CONFIG_NAME
+from archiver.config import Config
+from archiver.errors import ConfigError
+from archiver.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from archiver.frontier import Frontier
+    from archiver.status import ArchiveStatus
+
+SCHEMES = ("redis://", "rediss://")
+INSTALL = "pip install 'archiver[redis]'"
+
+
+def is_shared(frontier: str) -> bool:
+    return frontier.startswith(SCHEMES)
+
+
+def require_redis() -> None:
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            f"a Redis frontier needs the redis client, which is not installed: {INSTALL}"
+        ) from None
+
+
+def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
+    """The configuration tables saved in `archive` when its crawl used a Redis frontier, else None."""
+    try:
+        with (archive / CONFIG_NAME).open("rb") as handle:
+            tables = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    crawl = tables.get("crawl")
+    if isinstance(crawl, dict) and is_shared(str(crawl.get("frontier", ""))):
+        return tables
+    return None
+
+
+@hookimpl
+def make_frontier(config: Config, archive: Path) -> Frontier | None:
+    if not is_shared(config.frontier):
+        return None
+    require_redis()
+    from .frontier import RedisFrontier
+
+    return RedisFrontier(config)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from .worker import worker_command
+
+    cli.add_command(worker_command)
+
+
+@hookimpl
+def archive_status(archive: Path, status: ArchiveStatus | None) -> None:
+    tables = saved_shared_crawl(Path(archive))
+    if status is None or tables is None or status.frontier == "sqlite":
+        return
+    require_redis()
+    from .shared import shared_status
+
+    shared_status(tables, status)
+
+
+@hookimpl
+def archive_merged(archive: Path, sources: Sequence[Path]) -> None:
+    if not any(saved_shared_crawl(Path(source)) for source in sources):
+        return
+    require_redis()
+    from .shared import merge_shared_totals
+
+    merge_shared_totals(Path(archive), [Path(s) for s in sources])

@@ -1,0 +1,60 @@
+"""`archiver worker`: one more process for a crawl shared through Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from archiver.commands import output_options, plugin_options
+from archiver.errors import UsageError
+
+from . import is_shared, require_redis
+
+
+@click.command("worker")
+@click.option("--frontier", required=True, metavar="redis://HOST:PORT/DB", help="The crawl's Redis server.")
+@click.option("--crawl-id", required=True, metavar="NAME", help="The name the crawl was started with.")
+@click.option("-o", "--output", required=True, metavar="ARCHIVE", help="This worker's own archive folder.")
+@click.option("--max-tasks", type=int, help="Concurrent fetches in this process (default: the crawl's).")
+@plugin_options
+@output_options
+def worker_command(
+    frontier: str,
+    crawl_id: str,
+    output: str,
+    max_tasks: int | None,
+    plugins: Sequence[str],
+    disabled: Sequence[str],
+    verbose: int,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Join the crawl CRAWL-ID shared through a Redis frontier, writing into ARCHIVE.
+
+    The crawl is started elsewhere with `archiver crawl URL --frontier redis://... --crawl-id
+    NAME`; the worker reads its configuration from Redis, takes URLs until the whole crawl
+    is done, and writes WARC files named after this host and process.  Run it again
+    after a crash to rejoin; combine the archives with `archiver merge`.
+    """
+    from archiver.runner import crawl_and_report, setup_logging
+
+    setup_logging(verbose, quiet or as_json)
+    if not is_shared(frontier):
+        raise UsageError(f"--frontier must be a redis:// URL, got {frontier!r}")
+    require_redis()
+    from .frontier import CrawlFinishedError
+    from .shared import shared_config
+
+    overrides: dict[str, Any] = {"output": output}
+    if max_tasks is not None:
+        overrides["max_tasks"] = max_tasks
+    config = shared_config(frontier, crawl_id, overrides)
+    config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
+    try:
+        crawl_and_report(config, quiet=quiet, as_json=as_json, again=f"rejoin crawl {crawl_id!r}")
+    except CrawlFinishedError:
+        # Workers are often started in numbers by a script: one that comes after the
+        # end has nothing to do and did nothing wrong.
+        click.echo(f"Crawl {crawl_id!r} is finished: nothing left for this worker.", err=True)
