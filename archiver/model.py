@@ -16,6 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .stash import Stash
+
 if TYPE_CHECKING:
     from .config import Config
 
@@ -180,7 +182,11 @@ class Crawl:
     resumed: bool = False
     interrupted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
+    stash: Stash = field(default_factory=Stash)
+    """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
+    finishing: str = ""
+    """What the run is doing after its last page, if that takes long ('indexing 1,234 pages...'):
+    a `crawl_finished` hook sets it and the progress bar shows it."""
 
     def plugin_config(self, name: str) -> Mapping[str, Any]:
         return self.config.plugin(name)
