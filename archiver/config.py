@@ -9,7 +9,6 @@ A typo is an error that names the key and the closest valid one, never a silent 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import tomllib
@@ -21,7 +20,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError
-from .settings import SettingsT, check_number, coerce, parse_settings
+from .settings import SettingsT, check_number, closest, coerce, parse_settings
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
 
@@ -198,8 +197,8 @@ typo cannot ask for 2**63 workers or a delay longer than a day.  `delay` below 0
 
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    match = closest(name, candidates)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -89,10 +89,16 @@ def parse_settings(name: str, cls: type[SettingsT], table: Mapping[str, Any]) ->
     return cls(**values)
 
 
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate a typo of `word` most likely meant, if one is close enough."""
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``"; did you mean 'X'?"`` for the closest candidate, or '' when none is close."""
-    match = difflib.get_close_matches(word, [str(c) for c in candidates], n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    match = closest(word, candidates)
+    return f"; did you mean {match!r}?" if match else ""
 
 
 def checked(value: Any, kind: Any, rule: Rule = Rule()) -> Any:
