@@ -182,6 +182,7 @@ class Crawl:
     resumed: bool = False
     interrupted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    """Per-run values of the core; plugins keep theirs in `stash`."""
     stash: Stash = field(default_factory=Stash)
     """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
     finishing: str = ""

@@ -35,12 +35,12 @@ SettingsT = TypeVar("SettingsT", bound="DataclassInstance")
 Check = Callable[[Any], str | None]
 """Says why a value of the right type is still refused, or returns None to accept it."""
 
-_RULE = "archiver.setting"
+_CONSTRAINT = "archiver.setting"
 
 
 @dataclasses.dataclass(frozen=True)
-class Rule:
-    """What `setting()` adds to a field: read back by `parse_settings` and by the tests."""
+class Constraint:
+    """What `setting()` adds to a field, checked by `parse_settings` after the type."""
 
     low: float = -math.inf
     high: float = math.inf
@@ -56,16 +56,16 @@ def setting(
     check: Check | None = None,
 ) -> Any:
     """A settings field; a number outside `low`..`high`, or a value `check` refuses, is an error."""
-    metadata = {_RULE: Rule(low, high, check)}
+    metadata = {_CONSTRAINT: Constraint(low, high, check)}
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def rule(field: dataclasses.Field[Any]) -> Rule:
+def constraint_of(field: dataclasses.Field[Any]) -> Constraint:
     """The bounds and check of a settings field (none for a plain field)."""
-    found = field.metadata.get(_RULE)
-    return found if isinstance(found, Rule) else Rule()
+    found = field.metadata.get(_CONSTRAINT)
+    return found if isinstance(found, Constraint) else Constraint()
 
 
 def parse_settings(name: str, cls: type[SettingsT], table: Mapping[str, Any]) -> SettingsT:
@@ -83,7 +83,7 @@ def parse_settings(name: str, cls: type[SettingsT], table: Mapping[str, Any]) ->
             hint = did_you_mean(key, fields) or f"; known keys: {', '.join(fields) or 'none'}"
             raise ConfigError(f"{where} {key}: unknown key{hint}")
         try:
-            values[key] = checked(value, types[key], rule(field))
+            values[key] = checked(value, types[key], constraint_of(field))
         except ValueError as exc:
             raise ConfigError(f"{where} {key}: {exc}") from None
     return cls(**values)
@@ -101,15 +101,15 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {match!r}?" if match else ""
 
 
-def checked(value: Any, kind: Any, rule: Rule = Rule()) -> Any:
+def checked(value: Any, kind: Any, constraint: Constraint = Constraint()) -> Any:
     """`value` as TOML gave it, turned into `kind` and checked; ValueError says why it cannot be."""
     value = coerce(value, kind)
     if kind in (int, float):
-        problem = number_problem(value, rule.low, rule.high)
+        problem = number_problem(value, constraint.low, constraint.high)
         if problem:
             raise ValueError(problem)
-    if rule.check is not None:
-        problem = rule.check(value)
+    if constraint.check is not None:
+        problem = constraint.check(value)
         if problem:
             raise ValueError(problem)
     return value

@@ -16,7 +16,7 @@ import pytest
 
 from archiver.config import BOUNDS, SECTIONS, Config, load_config
 from archiver.errors import ConfigError
-from archiver.settings import parse_settings, rule, setting
+from archiver.settings import constraint_of, parse_settings, setting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -172,7 +172,7 @@ def _plugin_checks() -> list[tuple[str, type[Any], str]]:
 @pytest.mark.parametrize(("plugin", "cls", "key"), _plugin_checks())
 def test_plugin_numeric_settings_have_bounds(plugin: str, cls: type[Any], key: str) -> None:
     field = next(f for f in dataclasses.fields(cls) if f.name == key)
-    low, high = rule(field).low, rule(field).high
+    low, high = constraint_of(field).low, constraint_of(field).high
     assert math.isfinite(high), f"[plugins.{plugin}] {key} has no upper bound"
     parse_settings(plugin, cls, {key: int(high) if high == int(high) else high})
     for bad in (int(high) + 1, 9223372036854775807, low - 1 if low >= 1 else -1.0):
