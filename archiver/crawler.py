@@ -26,7 +26,7 @@ import pluggy
 
 from .archive import prepare_archive
 from .config import Config
-from .crawllog import CRAWL_LOG, CrawlLog, UrlRecord, write_report
+from .crawllog import CrawlLog, UrlRecord, write_report
 from .errors import FetchError, SeedError
 from .fetcher import RETRYABLE_KINDS, GuardedResolver, default_headers, fetch, open_session
 from .frontier import Frontier, Item, make_frontier
@@ -72,7 +72,7 @@ class Crawler:
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
         self.crawl.extra["frontier"] = frontier
-        self.crawl.stash[CRAWL_LOG] = self.log
+        self.crawl.extra["crawl_log"] = self.log
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from .model import Crawl
-from .stash import StashKey
 
 LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
@@ -83,10 +82,6 @@ class CrawlLog:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-CRAWL_LOG = StashKey[CrawlLog]()
-"""The running crawl's log (``crawl.stash[CRAWL_LOG]``), for plugins that add lines to it."""
 
 
 def status_class(record: dict[str, Any]) -> str | None:

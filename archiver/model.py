@@ -178,16 +178,16 @@ class Crawl:
     roots: tuple[str, ...]
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
+    finishing: str = ""
+    """What the run is doing after its last page, if that takes long ('indexing 1,234 pages...'):
+    a `crawl_finished` hook sets it and the progress bar shows it."""
+    stash: Stash = field(default_factory=Stash)
+    """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-    """Per-run values of the core; plugins keep theirs in `stash`."""
-    stash: Stash = field(default_factory=Stash)
-    """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
-    finishing: str = ""
-    """What the run is doing after its last page, if that takes long ('indexing 1,234 pages...'):
-    a `crawl_finished` hook sets it and the progress bar shows it."""
+    """Free room for plugins to share per-run objects (e.g. 'warc.writer')."""
 
     def plugin_config(self, name: str) -> Mapping[str, Any]:
         return self.config.plugin(name)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urljoin
 
 import pluggy
 
-from archiver.crawllog import CRAWL_LOG
 from archiver.errors import FetchError
 from archiver.hookspecs import FetchRequisite, hookimpl
 from archiver.manager import Hooks
@@ -147,7 +147,7 @@ class BrowserCapture:
         if rendering.notes:
             crawl.stats["browser.notes"] += 1
             log.info("browser: %s: %s", page.url, "; ".join(rendering.notes))
-        crawl_log = crawl.stash.get(CRAWL_LOG, None)
+        crawl_log: Any = crawl.extra.get("crawl_log")
         if crawl_log is not None:
             crawl_log.write(
                 {
