@@ -1,18 +1,17 @@
 """The crawl's settings: defaults, then a TOML file, then the command line.
 
 Every core key lives in one TOML table (`[crawl]`, `[limits]`, `[politeness]`,
-`[plugins]`); plugins own `[plugins.NAME]` and validate it in their `configure` hook.
+`[plugins]`); plugins own `[plugins.NAME]`, declared as a dataclass (`archiver.settings`)
+and read checked with `Config.plugin_settings` in their `configure` hook.
 A typo is an error that names the key and the closest valid one, never a silent default.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import tomllib
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError
+from .settings import SettingsT, check_number, closest, coerce, parse_settings
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
 
@@ -77,10 +77,23 @@ class Config:
     enable: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    _settings: dict[tuple[str, type], Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def plugin(self, name: str) -> Mapping[str, Any]:
         """This plugin's `[plugins.NAME]` table, empty when absent."""
         return self.plugins.get(name, {})
+
+    def plugin_settings(self, name: str, cls: type[SettingsT]) -> SettingsT:
+        """The `[plugins.NAME]` table checked against the frozen dataclass `cls` (`archiver.settings`).
+
+        Raises ConfigError ``[plugins.NAME] key: why`` for a bad table; checked once per config.
+        """
+        found = self._settings.get((name, cls))
+        if found is None:
+            found = self._settings[(name, cls)] = parse_settings(name, cls, self.plugin(name))
+        return typing.cast(SettingsT, found)
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
@@ -145,7 +158,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "plugins": ("enable", "disable"),
 }
 
-_FIELD_TYPES = typing.get_type_hints(Config)
+_FIELD_TYPES = {
+    name: kind for name, kind in typing.get_type_hints(Config).items() if not name.startswith("_")
+}
 _DAY = 86_400.0
 _GIB = 1 << 30
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -182,39 +197,16 @@ typo cannot ask for 2**63 workers or a delay longer than a day.  `delay` below 0
 
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    match = closest(name, candidates)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 def _coerce(name: str, value: Any) -> Any:
     """Check `value` against the field's type; ints are accepted where floats are expected."""
-    expected = _FIELD_TYPES[name]
-    origin = typing.get_origin(expected)
-    if origin is tuple:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{name}: expected a list of strings, got {value!r}")
-        return tuple(value)
-    if expected is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name}: expected true or false, got {value!r}")
-        return value
-    if expected is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{name}: expected a whole number, got {value!r}")
-        return value
-    if expected is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{name}: expected a number, got {value!r}")
-        return float(value)
-    if expected is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{name}: expected a string, got {value!r}")
-        return value
-    if isinstance(expected, types.GenericAlias | type):
-        return value
-    return value
+    try:
+        return coerce(value, _FIELD_TYPES[name])
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def _check_values(config: Config) -> None:
@@ -231,25 +223,6 @@ def _check_values(config: Config) -> None:
         raise ConfigError(
             f"frontier: expected 'memory', 'sqlite' or the URL of a plugin's frontier, got {frontier!r}"
         )
-
-
-def _shown(bound: float) -> str:
-    return str(int(bound)) if bound == int(bound) else str(bound)
-
-
-def check_number(name: str, value: float, low: float, high: float) -> None:
-    """Raise ConfigError unless `value` is a finite number from `low` to `high`; the error gives the range.
-
-    For plugins too: ``check_number("plugins.warc.gzip_level", value, 1, 9)``.
-    """
-    allowed = f" ({_shown(low)} to {_shown(high)})" if math.isfinite(low) else ""
-    if not math.isfinite(value):
-        limit = allowed or f" (at most {_shown(high)})"
-        raise ConfigError(f"{name}: must be a finite number{limit}, got {value}")
-    if value < low:
-        raise ConfigError(f"{name}: must be at least {_shown(low)}{allowed}, got {value}")
-    if value > high:
-        raise ConfigError(f"{name}: must be at most {_shown(high)}{allowed}, got {value}")
 
 
 def read_toml(path: Path) -> dict[str, Any]:

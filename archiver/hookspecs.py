@@ -61,9 +61,10 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
 
     Called once after the configuration is loaded and disabled plugins are blocked,
     before a crawl starts.  `config` is the effective, frozen configuration; read your
-    own table with ``config.plugin("NAME")``.  `pm` is the plugin manager: a plugin
-    may ``pm.register()`` an object holding per-run state (as pytest's junitxml does).
-    Raise ``archiver.ConfigError`` naming the key for a bad value or unknown key.
+    own table, checked against your settings dataclass, with
+    ``config.plugin_settings("NAME", Settings)``: a bad key or value raises
+    ``archiver.ConfigError``.  `pm` is the plugin manager: a plugin may ``pm.register()``
+    an object holding per-run state (as pytest's junitxml does).
     """
 
 
@@ -188,7 +189,7 @@ def crawl_finished(crawl: Crawl) -> None:
 
     Called exactly once, also after errors and Ctrl-C (``crawl.interrupted`` says so),
     with ``crawl.finished_at`` set.  Flush, commit and close here.  May be ``async def``.
-    Work that takes long may set ``crawl.extra["finishing"]`` to a short text (such as
+    Work that takes long may set ``crawl.finishing`` to a short text (such as
     ``"indexing 1,234 pages..."``) that the progress bar then shows.
     """
 

@@ -16,6 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .stash import Stash
+
 if TYPE_CHECKING:
     from .config import Config
 
@@ -199,6 +201,11 @@ class Crawl:
     roots: tuple[str, ...]
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
+    finishing: str = ""
+    """What the run is doing after its last page, if that takes long ('indexing 1,234 pages...'):
+    a `crawl_finished` hook sets it and the progress bar shows it."""
+    stash: Stash = field(default_factory=Stash)
+    """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False

@@ -126,7 +126,7 @@ async def show_progress(
     with Live(console=console, auto_refresh=False, transient=False) as live:
         while True:
             now = time.monotonic()
-            finishing = crawl.extra.get("finishing")
+            finishing = crawl.finishing
             if finishing and crawl.finished_at is not None:
                 # the pages are archived; a plugin still works (``crawl_finished``) and says on what
                 waiting = {k.split(".", 1)[0]: v for k, v in crawl.stats.items() if k.endswith(".pending")}

@@ -15,28 +15,32 @@ entity bomb or an external entity costs nothing; a gzip file is decompressed int
 
 from __future__ import annotations
 
-import difflib
 import html
 import re
 import zlib
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from archiver import ConfigError, Link, LinkKind, hookimpl
-from archiver.config import check_number
+from archiver import Link, LinkKind, hookimpl
+from archiver.settings import setting
 
 if TYPE_CHECKING:
     from archiver import Crawl, Page
     from archiver.config import Config
 
-__all__ = ["DEFAULTS", "configure", "extract_links", "gunzip", "robots_sitemaps", "sitemap_urls"]
+__all__ = ["SitemapSettings", "configure", "extract_links", "gunzip", "robots_sitemaps", "sitemap_urls"]
 
-DEFAULTS: dict[str, Any] = {
-    # Link /robots.txt and /sitemap.xml from each root page.
-    "discover": True,
-    # Bytes of one sitemap read (after gunzip): the protocol's own limit is 50 MB.
-    "max_size": 50 * 1024 * 1024,
-}
+
+@dataclass(frozen=True)
+class SitemapSettings:
+    """The ``[plugins.sitemap]`` table, checked by the core (`archiver.settings`)."""
+
+    discover: bool = True
+    """Link /robots.txt and /sitemap.xml from each root page."""
+    max_size: int = setting(50 * 1024 * 1024, low=1, high=1 << 32)
+    """Bytes of one sitemap read (after gunzip): the protocol's own limit is 50 MB."""
+
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip", "application/octet-stream"})
@@ -46,23 +50,6 @@ _SITEMAP_LINE = re.compile(r"^[ \t]*sitemap[ \t]*:[ \t]*(\S+)", re.IGNORECASE | 
 # `[^<]` keeps every match linear: an unclosed <loc> ends at the next tag.
 _LOC = re.compile(r"<loc>\s*(?:<!\[CDATA\[\s*([^\]<]*?)\s*\]\]>|([^<]*?))\s*</loc>")
 _SITEMAP_ROOT = re.compile(rb"<(?:[\w.\-]+:)?(?:urlset|sitemapindex)\b")
-
-
-def _settings(config: Config) -> dict[str, Any]:
-    table = config.plugin("sitemap")
-    for name in table:
-        if name not in DEFAULTS:
-            close = difflib.get_close_matches(name, list(DEFAULTS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"plugins.sitemap: unknown key {name!r}{hint}")
-    settings = {**DEFAULTS, **table}
-    if not isinstance(settings["discover"], bool):
-        raise ConfigError(f"plugins.sitemap.discover: expected true or false, got {settings['discover']!r}")
-    size = settings["max_size"]
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise ConfigError(f"plugins.sitemap.max_size: expected a positive whole number, got {size!r}")
-    check_number("plugins.sitemap.max_size", size, 1, 1 << 32)
-    return settings
 
 
 def _absolute(base: str, raw: str) -> str | None:
@@ -154,16 +141,16 @@ def _sitemap_document(page: Page, max_size: int) -> bytes | None:
 @hookimpl
 def configure(config: Config) -> None:
     """Reject a mistyped or impossible ``[plugins.sitemap]`` setting before the crawl starts."""
-    _settings(config)
+    config.plugin_settings("sitemap", SitemapSettings)
 
 
 @hookimpl
 def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
     """Robots.txt and sitemap.xml of each root; the sitemaps they name; the pages those list."""
-    settings = {**DEFAULTS, **crawl.plugin_config("sitemap")}
+    settings = crawl.config.plugin_settings("sitemap", SitemapSettings)
     links: list[Link] = []
     parts = urlsplit(page.url)
-    if page.depth == 0 and settings["discover"] and parts.scheme in ("http", "https"):
+    if page.depth == 0 and settings.discover and parts.scheme in ("http", "https"):
         origin = f"{parts.scheme}://{parts.netloc}"
         if not crawl.config.robots:
             # With robots on, the crawler fetches robots.txt itself and passes it through here.
@@ -172,10 +159,10 @@ def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
     if not 200 <= page.status < 300:
         return links or None
     if parts.path == "/robots.txt":
-        text = page.text[: settings["max_size"]]
+        text = page.text[: settings.max_size]
         links += robots_sitemaps(text, page.url, crawl.config.max_links_per_page)
         return links
-    document = _sitemap_document(page, settings["max_size"])
+    document = _sitemap_document(page, settings.max_size)
     if document is not None:
         found = sitemap_urls(document, page.url, crawl.config.max_links_per_page)
         crawl.stats["sitemap.urls"] += len(found)

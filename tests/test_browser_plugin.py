@@ -205,7 +205,7 @@ def test_missing_chromium_is_one_line_saying_how_to_install(monkeypatch: pytest.
 
 def test_browser_settings_are_checked() -> None:
     pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.browser"])
-    with pytest.raises(ConfigError, match=r"plugins\.browser\.tabs"):
+    with pytest.raises(ConfigError, match=r"\[plugins\.browser\] tabs: "):
         Hooks(pm).configure(Config(plugins={"browser": {"all": True, "tabs": 0}}))
     with pytest.raises(ConfigError, match="did you mean 'match'"):
         Hooks(pm).configure(Config(plugins={"browser": {"matches": ["x"]}}))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
+import os
+import subprocess
+import sys
 import typing
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,7 @@ import pytest
 
 from archiver.config import BOUNDS, SECTIONS, Config, load_config
 from archiver.errors import ConfigError
+from archiver.settings import constraint_of, parse_settings, setting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,7 +94,7 @@ def test_example_config_loads_and_documents_every_key() -> None:
     config = load_config(example)
     text = example.read_text()
     for name in Config.__dataclass_fields__:
-        if name in ("plugins",):
+        if name == "plugins" or name.startswith("_"):
             continue
         assert f"{name} =" in text, f"config.example.toml does not document {name}"
     assert config.roots
@@ -139,32 +144,160 @@ def test_numeric_option_bounds(tmp_path: Path, name: str) -> None:
         assert f"{high:g}" in message or str(int(high)) in message, message
 
 
-def _plugin_checks() -> list[tuple[str, str, float, float, Callable[[dict[str, Any]], object]]]:
-    from archiver_plugins import links, sitemap
-    from archiver_plugins.index import _KEYS, parse_options
-    from archiver_plugins.warc.settings import BOUNDS as WARC_BOUNDS
-    from archiver_plugins.warc.settings import parse_settings
+def _bundled_settings() -> dict[str, type[Any]]:
+    from archiver_plugins.browser.settings import BrowserSettings
+    from archiver_plugins.index.settings import IndexSettings
+    from archiver_plugins.links.settings import LinksSettings
+    from archiver_plugins.sitemap import SitemapSettings
+    from archiver_plugins.warc.settings import WarcSettings
 
-    def through_config(name: str, read: Callable[[Config], object]) -> Callable[[dict[str, Any]], object]:
-        return lambda table: read(Config(plugins={name: table}))
+    return {
+        "warc": WarcSettings,
+        "links": LinksSettings,
+        "sitemap": SitemapSettings,
+        "index": IndexSettings,
+        "browser": BrowserSettings,
+    }
 
-    checks = [("warc", key, low, high, parse_settings) for key, (low, high) in WARC_BOUNDS.items()]
-    checks += [
-        ("index", key, low, high, parse_options)
-        for key, (kind, low, high) in _KEYS.items()
-        if kind is not bool
+
+def _plugin_checks() -> list[tuple[str, type[Any], str]]:
+    return [
+        (name, cls, field.name)
+        for name, cls in _bundled_settings().items()
+        for field in dataclasses.fields(cls)
+        if typing.get_type_hints(cls)[field.name] in (int, float)
     ]
-    checks.append(("links", "max_parse_size", 1, 1 << 32, through_config("links", links._settings)))
-    checks.append(("sitemap", "max_size", 1, 1 << 32, through_config("sitemap", sitemap._settings)))
-    return checks
 
 
-@pytest.mark.parametrize(("plugin", "key", "low", "high", "parse"), _plugin_checks())
-def test_plugin_numeric_settings_have_bounds(
-    plugin: str, key: str, low: float, high: float, parse: Callable[[dict[str, Any]], object]
-) -> None:
-    parse({key: int(high) if high == int(high) else high})
+@pytest.mark.parametrize(("plugin", "cls", "key"), _plugin_checks())
+def test_plugin_numeric_settings_have_bounds(plugin: str, cls: type[Any], key: str) -> None:
+    field = next(f for f in dataclasses.fields(cls) if f.name == key)
+    low, high = constraint_of(field).low, constraint_of(field).high
+    assert math.isfinite(high), f"[plugins.{plugin}] {key} has no upper bound"
+    parse_settings(plugin, cls, {key: int(high) if high == int(high) else high})
     for bad in (int(high) + 1, 9223372036854775807, low - 1 if low >= 1 else -1.0):
         with pytest.raises(ConfigError) as caught:
-            parse({key: bad})
-        assert str(caught.value).startswith(f"plugins.{plugin}.{key}: "), str(caught.value)
+            parse_settings(plugin, cls, {key: bad})
+        assert str(caught.value).startswith(f"[plugins.{plugin}] {key}: "), str(caught.value)
+
+
+def test_each_bundled_plugin_table_of_the_example_is_read_whole() -> None:
+    """config.example.toml shows every setting of every bundled plugin with its default."""
+    config = load_config(ROOT / "config.example.toml")
+    text = (ROOT / "config.example.toml").read_text()
+    for name, cls in _bundled_settings().items():
+        assert config.plugin_settings(name, cls) == cls()
+        table = text.split(f"[plugins.{name}]\n", 1)[1].split("\n[", 1)[0]
+        for field in dataclasses.fields(cls):
+            assert f"{field.name} = " in table, f"[plugins.{name}] {field.name} is not in config.example.toml"
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+def _even(value: int) -> str | None:
+    return None if value % 2 == 0 else f"must be even, got {value}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSettings:
+    count: int = setting(2, low=0, high=10, check=_even)
+    ratio: float = 0.5
+    on: bool = True
+    name: str = "x"
+    folder: Path = Path(".")
+    colour: Colour = Colour.RED
+    mode: typing.Literal["fast", "slow"] = "fast"
+    words: tuple[str, ...] = ()
+    derived: int = dataclasses.field(default=0, init=False)
+
+
+def test_a_table_becomes_its_frozen_dataclass() -> None:
+    table = {
+        "count": 4,
+        "ratio": 2,
+        "on": False,
+        "name": "y",
+        "folder": "/tmp/a",
+        "colour": "green",
+        "mode": "slow",
+        "words": ["a", "b"],
+    }
+    settings = parse_settings("demo", DemoSettings, table)
+    assert settings == DemoSettings(4, 2.0, False, "y", Path("/tmp/a"), Colour.GREEN, "slow", ("a", "b"))
+    assert isinstance(settings.ratio, float)
+    assert parse_settings("demo", DemoSettings, {"words": "one"}).words == ("one",)
+    assert parse_settings("demo", DemoSettings, {}) == DemoSettings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.count = 6  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"cuont": 1}, "cuont: unknown key; did you mean 'count'?"),
+        ({"zzz": 1}, "zzz: unknown key; known keys: count, ratio, on, name, folder, colour, mode, words"),
+        (
+            {"derived": 1},
+            "derived: unknown key; known keys: count, ratio, on, name, folder, colour, mode, words",
+        ),
+        ({"count": "2"}, "count: expected a whole number, got '2'"),
+        ({"count": True}, "count: expected a whole number, got True"),
+        ({"count": 2.0}, "count: expected a whole number, got 2.0"),
+        ({"count": 12}, "count: must be at most 10 (0 to 10), got 12"),
+        ({"count": -2}, "count: must be at least 0 (0 to 10), got -2"),
+        ({"count": 3}, "count: must be even, got 3"),
+        ({"ratio": "half"}, "ratio: expected a number, got 'half'"),
+        ({"ratio": math.nan}, "ratio: must be a finite number, got nan"),
+        ({"on": 1}, "on: expected true or false, got 1"),
+        ({"name": 3}, "name: expected a string, got 3"),
+        ({"folder": 3}, "folder: expected a path, got 3"),
+        ({"colour": "gren"}, "colour: expected one of 'red', 'green', got 'gren'; did you mean 'green'?"),
+        ({"mode": "quick"}, "mode: expected one of 'fast', 'slow', got 'quick'"),
+        ({"mode": 1}, "mode: expected one of 'fast', 'slow', got 1"),
+        ({"words": ["a", 1]}, "words: expected a list of strings, got ['a', 1]"),
+        ({"words": {"a": 1}}, "words: expected a list of strings, got {'a': 1}"),
+    ],
+)
+def test_every_bad_setting_is_one_line_in_one_format(table: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings("demo", DemoSettings, table)
+    assert str(caught.value) == f"[plugins.demo] {message}"
+
+
+def test_plugin_settings_are_checked_once_per_config() -> None:
+    config = Config(plugins={"demo": {"count": 4}})
+    first = config.plugin_settings("demo", DemoSettings)
+    assert config.plugin_settings("demo", DemoSettings) is first
+    assert config.replace(plugins={"demo": {"count": 6}}).plugin_settings("demo", DemoSettings).count == 6
+    assert config == Config(plugins={"demo": {"count": 4}})
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[plugins.warc]\ngzip_level = 0\n", "[plugins.warc] gzip_level: must be at least 1 (1 to 9), got 0"),
+        (
+            "[plugins.links]\nmax_parse_sise = 1\n",
+            "[plugins.links] max_parse_sise: unknown key; did you mean",
+        ),
+        ("[plugins.index]\nwait = 'no'\n", "[plugins.index] wait: expected true or false, got 'no'"),
+    ],
+)
+def test_a_bad_plugin_setting_is_one_line_from_the_command_line(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    config = write(tmp_path, f"[crawl]\nroots = ['http://127.0.0.1:9/']\n{table}")
+    done = subprocess.run(
+        [sys.executable, "-m", "archiver", "crawl", "--config", str(config), "-o", str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": ""},
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert not (tmp_path / "a").exists()

@@ -160,7 +160,7 @@ def test_the_plugin_guide_snippet_runs_as_written(tmp_path: Path) -> None:
     guide = (Path(__file__).parent.parent / "docs" / "plugins.md").read_text(encoding="utf-8")
     snippet = next(block for block in guide.split("```python\n")[1:] if "def accept_url" in block)
     namespace: dict[str, object] = {"__name__": "content_types_snippet"}
-    exec(compile(snippet.split("```", 1)[0], "plugins.md", "exec"), namespace)
+    exec(compile(snippet.split("```", 1)[0], "plugins.md", "exec", dont_inherit=True), namespace)
     from archiver.config import load_config
     from archiver.errors import ConfigError
     from archiver.model import Crawl

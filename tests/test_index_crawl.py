@@ -238,7 +238,7 @@ def page(number: int, word: str = "hello") -> Page:
 async def test_a_killed_writer_is_restarted_and_loses_nothing(tmp_path: Path) -> None:
     crawl = make_crawl(tmp_path, batch_size=5, batch_seconds=0.2)
     await index_plugin.crawl_started(crawl=crawl)
-    feeder = crawl.extra[index_plugin.FEEDER_KEY]
+    feeder = crawl.stash[index_plugin.FEEDER_KEY]
     assert feeder.writer_pid is None  # started with the first page, not before
     first = None
     for number in range(30):
@@ -312,7 +312,7 @@ def test_bad_plugin_settings_name_the_key() -> None:
     with pytest.raises(ConfigError, match="crawl_share"):
         make_crawl(Path("."), crawl_share=1.5)
     for wrong in (0, 257, 1.5, "2", True):
-        with pytest.raises(ConfigError, match=r"plugins\.index\.processes"):
+        with pytest.raises(ConfigError, match=r"\[plugins\.index\] processes: "):
             make_crawl(Path("."), processes=wrong)
 
 
@@ -328,7 +328,7 @@ async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_res
     finishing = asyncio.ensure_future(index_plugin.crawl_finished(crawl=crawl))
     shown = ""
     for _ in range(400):
-        shown = crawl.extra.get("finishing", "")
+        shown = crawl.finishing
         if shown.startswith("indexing"):
             break
         await asyncio.sleep(0.01)
@@ -339,7 +339,7 @@ async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_res
         await asyncio.sleep(0.01)
     crawl.interrupted = True  # Ctrl-C: the writer commits what it has and stops
     await asyncio.wait_for(finishing, 60)
-    assert "finishing" not in crawl.extra
+    assert not crawl.finishing
     waiting = pending_in(spool_path(tmp_path))
     assert 0 < waiting < 400 and crawl.stats["index.pending"] == waiting
     indexed = open_index(tmp_path)

@@ -204,7 +204,7 @@ async def test_page_fetched_returns_once_the_page_is_on_disk(tmp_path: Path) -> 
         spooled = {row[0] for row in reader.execute("SELECT url FROM pending")}
         reader.close()
         assert spooled == {p.url for p in pages}
-        feeder = crawl.extra[index_plugin.FEEDER_KEY]
+        feeder = crawl.stash[index_plugin.FEEDER_KEY]
         assert feeder.batches < len(pages)  # grouped into transactions, not one commit per page
     finally:
         crawl.interrupted = True

@@ -523,7 +523,7 @@ def test_configure_rejects_unknown_keys_with_a_suggestion() -> None:
 @pytest.mark.parametrize("value", [0, -1, "big", True, 1.5])
 def test_configure_rejects_impossible_sizes(value: object) -> None:
     config = load_config(None, {"plugins": {"links": {"max_parse_size": value}}})
-    with pytest.raises(ConfigError, match=r"plugins\.links\.max_parse_size"):
+    with pytest.raises(ConfigError, match=r"\[plugins\.links\] max_parse_size: "):
         links.configure(config=config)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from archiver_plugins.warc import WarcWriter, open_archive
-from archiver_plugins.warc.settings import WarcSettings, parse_settings
+from archiver_plugins.warc.settings import WarcSettings
 from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator
 
@@ -316,9 +316,12 @@ async def test_crashed_run_file_is_cut_back_and_closed(tmp_path: Path) -> None:
 
 
 def test_settings_are_checked() -> None:
+    def parse_settings(table: dict[str, object]) -> WarcSettings:
+        return Config(plugins={"warc": table}).plugin_settings("warc", WarcSettings)
+
     assert parse_settings({}) == WarcSettings()
     assert parse_settings({"max_size": 100_000_000, "gzip_level": 9}).gzip_level == 9
-    with pytest.raises(ConfigError, match=r"plugins\.warc\.max_sise.*max_size"):
+    with pytest.raises(ConfigError, match=r"\[plugins\.warc\] max_sise: .*max_size"):
         parse_settings({"max_sise": 10})
     with pytest.raises(ConfigError, match="gzip_level"):
         parse_settings({"gzip_level": 0})
@@ -335,7 +338,7 @@ def test_configure_registers_one_writer_per_run() -> None:
     hooks.configure(Config(plugins={"warc": {"gzip_level": 2}}))
     writers = [p for p in pm.get_plugins() if isinstance(p, WarcWriter)]
     assert len(writers) == 1 and writers[0].settings.gzip_level == 2
-    with pytest.raises(ConfigError, match=r"plugins\.warc\.nope"):
+    with pytest.raises(ConfigError, match=r"\[plugins\.warc\] nope: unknown key"):
         hooks.configure(Config(plugins={"warc": {"nope": 1}}))
 
 

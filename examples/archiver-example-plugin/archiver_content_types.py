@@ -19,12 +19,15 @@ import asyncio
 import collections
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from archiver import ConfigError, UsageError, hookimpl
+from archiver import UsageError, hookimpl
+from archiver.settings import setting
+from archiver.stash import StashKey
 
 if TYPE_CHECKING:
     from archiver import Crawl, Link, Page
@@ -32,21 +35,26 @@ if TYPE_CHECKING:
 
 NAME = "content_types"
 REPORT = "content-types.json"
-DEFAULT_SKIP: tuple[str, ...] = (".iso", ".dmg")
+COUNTS = StashKey[collections.Counter[str]]()
+"""Pages per content type of the running crawl: this plugin's per-run object."""
+
+
+def _extensions(extensions: tuple[str, ...]) -> str | None:
+    wrong = [item for item in extensions if not item.startswith(".")]
+    return f"expected extensions like '.iso', got {wrong[0]!r}" if wrong else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[plugins.content_types]`` table; archiver checks each key and value against it."""
+
+    skip_extensions: tuple[str, ...] = setting((".iso", ".dmg"), check=_extensions)
+    """URLs whose path ends with one of these, in any case, are not fetched."""
 
 
 def skipped_extensions(config: Config) -> tuple[str, ...]:
     """The `skip_extensions` setting, lower-cased; raises ConfigError naming a bad key or value."""
-    table = config.plugin(NAME)
-    unknown = sorted(set(table) - {"skip_extensions"})
-    if unknown:
-        raise ConfigError(f"plugins.{NAME}: unknown key {unknown[0]!r} (known: 'skip_extensions')")
-    value = table.get("skip_extensions", list(DEFAULT_SKIP))
-    if not isinstance(value, list) or not all(
-        isinstance(item, str) and item.startswith(".") for item in value
-    ):
-        raise ConfigError(f"plugins.{NAME}.skip_extensions: expected a list like ['.iso'], got {value!r}")
-    return tuple(item.lower() for item in value)
+    return tuple(item.lower() for item in config.plugin_settings(NAME, Settings).skip_extensions)
 
 
 @hookimpl
@@ -68,18 +76,17 @@ def accept_url(url: str, crawl: Crawl) -> bool | None:
 def crawl_started(crawl: Crawl) -> None:
     # Per-run state lives on the crawl, never in module globals: one process may run
     # several crawls (tests do).
-    crawl.extra[f"{NAME}.counts"] = collections.Counter()
+    crawl.stash[COUNTS] = collections.Counter()
 
 
 @hookimpl
 def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
-    counts: collections.Counter[str] = crawl.extra[f"{NAME}.counts"]
-    counts[page.content_type or "(none)"] += 1
+    crawl.stash[COUNTS][page.content_type or "(none)"] += 1
 
 
 @hookimpl
 async def crawl_finished(crawl: Crawl) -> None:
-    counts = crawl.extra.get(f"{NAME}.counts")
+    counts = crawl.stash.get(COUNTS, None)
     if counts is None:  # the crawl stopped before it started
         return
     text = json.dumps(dict(counts.most_common()), indent=2) + "\n"

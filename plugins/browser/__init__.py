@@ -21,7 +21,7 @@ from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
-from .settings import BrowserSettings, parse_settings
+from .settings import BrowserSettings
 
 CAPTURE_NAME = "browser-capture"
 PLUGIN_SETTINGS = "archiver.plugin_settings"
@@ -37,7 +37,7 @@ def find_chromium(settings: BrowserSettings) -> str:
     if wanted:
         found = shutil.which(wanted)
         if found is None:
-            raise ConfigError(f"plugins.browser.chromium: {wanted!r} is not an executable")
+            raise ConfigError(f"[plugins.browser] chromium: {wanted!r} is not an executable")
         return found
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
@@ -47,7 +47,7 @@ def find_chromium(settings: BrowserSettings) -> str:
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
-    settings = parse_settings(config.plugin("browser"))
+    settings = config.plugin_settings("browser", BrowserSettings)
     old = pm.get_plugin(CAPTURE_NAME)
     if old is not None:
         pm.unregister(old)

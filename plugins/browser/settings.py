@@ -1,14 +1,25 @@
-"""The ``[plugins.browser]`` table: every key checked, unknown keys refused by name."""
+"""The ``[plugins.browser]`` table, checked by the core (`archiver.settings`)."""
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass
+from functools import cached_property
 
-from archiver.errors import ConfigError
+from archiver.settings import setting
+
+
+def _regular_expressions(patterns: tuple[str, ...]) -> str | None:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"invalid regular expression {pattern!r}: {exc}"
+    return None
+
+
+def _positive(seconds: float) -> str | None:
+    return None if seconds > 0 else f"must be more than 0 seconds, got {seconds}"
 
 
 @dataclass(frozen=True)
@@ -17,78 +28,30 @@ class BrowserSettings:
 
     all: bool = False
     """Render every HTML page (``--browser``)."""
-    match: tuple[str, ...] = ()
+    match: tuple[str, ...] = setting((), check=_regular_expressions)
     """Render the HTML pages whose URL matches one of these regular expressions."""
-    tabs: int = 2
+    tabs: int = setting(2, low=1, high=64)
     """Pages rendered at once (``--browser-tabs``), each in its own browser context."""
-    page_timeout: float = 30.0
+    page_timeout: float = setting(30.0, high=3600, check=_positive)
     """Seconds one page may take in the browser, from the first byte to the screenshot."""
-    idle_timeout: float = 5.0
+    idle_timeout: float = setting(5.0, high=3600, check=_positive)
     """Seconds to wait for the network to go quiet (500 ms without a request) before going on."""
-    scroll_rounds: int = 20
+    scroll_rounds: int = setting(20, low=0, high=1000)
     """Scrolls to the bottom at most, to trigger lazy loading; 0 scrolls not at all."""
     screenshot: bool = True
     """Store a PNG screenshot of each rendered page."""
-    cache_size: int = 64 * 1024 * 1024
+    cache_size: int = setting(64 * 1024 * 1024, low=0, high=1 << 34)
     """Bytes of responses kept in memory to answer a page's requests for URLs the crawl holds."""
     chromium: str = ""
     """Path of the Chromium executable; empty looks for ``chromium`` on PATH."""
-    patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def enabled(self) -> bool:
         return self.all or bool(self.match)
 
+    @cached_property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(pattern) for pattern in self.match)
+
     def wants(self, url: str) -> bool:
         return self.all or any(pattern.search(url) for pattern in self.patterns)
-
-
-def parse_settings(table: Mapping[str, Any]) -> BrowserSettings:
-    """Check `table` against `BrowserSettings`; raise ConfigError naming a bad key or value."""
-    known = {f.name: f for f in fields(BrowserSettings) if f.name != "patterns"}
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in known:
-            close = difflib.get_close_matches(key, list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown key plugins.browser.{key}{hint}")
-        default = known[key].default
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ConfigError(f"plugins.browser.{key}: expected true or false, got {value!r}")
-        elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"plugins.browser.{key}: expected a whole number, got {value!r}")
-        elif isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"plugins.browser.{key}: expected a number of seconds, got {value!r}")
-            value = float(value)
-        elif isinstance(default, tuple):
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"plugins.browser.{key}: expected a list of regular expressions")
-            value = tuple(value)
-        elif not isinstance(value, str):
-            raise ConfigError(f"plugins.browser.{key}: expected a string, got {value!r}")
-        values[key] = value
-    patterns = []
-    for pattern in values.get("match", ()):
-        try:
-            patterns.append(re.compile(pattern))
-        except re.error as exc:
-            raise ConfigError(
-                f"plugins.browser.match: invalid regular expression {pattern!r}: {exc}"
-            ) from None
-    settings = BrowserSettings(**values, patterns=tuple(patterns))
-    if not 1 <= settings.tabs <= 64:
-        raise ConfigError(f"plugins.browser.tabs: 1 to 64, got {settings.tabs}")
-    for name in ("page_timeout", "idle_timeout"):
-        seconds = getattr(settings, name)
-        if not 0 < seconds <= 3600:
-            raise ConfigError(f"plugins.browser.{name}: more than 0 and at most 3600 seconds, got {seconds}")
-    if not 0 <= settings.scroll_rounds <= 1000:
-        raise ConfigError(f"plugins.browser.scroll_rounds: 0 to 1000, got {settings.scroll_rounds}")
-    if settings.cache_size < 0:
-        raise ConfigError(f"plugins.browser.cache_size: at least 0, got {settings.cache_size}")
-    return settings

@@ -12,9 +12,11 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.config import check_number
-from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
+from archiver.settings import parse_settings
+from archiver.stash import StashKey
+
+from .settings import IndexSettings
 
 if TYPE_CHECKING:
     import click
@@ -23,49 +25,18 @@ if TYPE_CHECKING:
     from archiver.config import Config
     from archiver.model import Crawl, Link, Page
 
-    from .feeder import IndexFeeder, Options
+    from .feeder import IndexFeeder
 
 # Every command line loads this plugin: whoosh, selectolax and asyncio are imported by the
 # hooks that use them (once a crawl starts), not here.
 
-FEEDER_KEY = "index.feeder"
-MAX_PROCESSES = 256
-
-_KEYS: dict[str, tuple[type, float, float]] = {
-    "batch_size": (int, 1, 1_000_000),
-    "batch_seconds": (float, 0.1, 86_400),
-    "queue_size": (int, 1, 1_000_000),
-    "max_chars": (int, 1000, 1_000_000_000),
-    "crawl_share": (float, 0.01, 1),
-    "wait": (bool, 0, 0),
-    "processes": (int, 1, MAX_PROCESSES),
-}
+FEEDER_KEY: StashKey[IndexFeeder] = StashKey()
+"""The running crawl's feeder, set by `crawl_started`."""
 
 
-def parse_options(table: Mapping[str, Any]) -> Options:
-    """Check `[plugins.index]`; a typo or a bad value names the key."""
-    from .feeder import Options
-
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key == "enabled":
-            continue
-        if key not in _KEYS:
-            raise ConfigError(f"plugins.index: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
-        kind, floor, ceiling = _KEYS[key]
-        if kind is bool:
-            if not isinstance(value, bool):
-                raise ConfigError(f"plugins.index.{key}: expected true or false, got {value!r}")
-        elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"plugins.index.{key}: expected a number, got {value!r}")
-        elif kind is int and not isinstance(value, int):
-            raise ConfigError(f"plugins.index.{key}: expected a whole number, got {value!r}")
-        elif key == "crawl_share" and value > 1:
-            raise ConfigError(f"plugins.index.{key}: a share of one CPU, at most 1, got {value!r}")
-        else:
-            check_number(f"plugins.index.{key}", value, floor, ceiling)
-        values[key] = float(value) if kind is float else value
-    return Options(**values)
+def parse_options(table: Mapping[str, Any]) -> IndexSettings:
+    """`[plugins.index]` checked; a typo or a bad value names the key."""
+    return parse_settings("index", IndexSettings, table)
 
 
 def capture_time(page: Page) -> str:
@@ -78,7 +49,7 @@ def capture_time(page: Page) -> str:
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
-    parse_options(config.plugin("index"))
+    config.plugin_settings("index", IndexSettings)
 
 
 @hookimpl(trylast=True)  # after the WARC writer closed the files a killed run left open
@@ -88,19 +59,19 @@ async def crawl_started(crawl: Crawl) -> None:
     from .feeder import IndexFeeder
 
     archive = Path(crawl.archive)
-    feeder = IndexFeeder(archive, parse_options(crawl.plugin_config("index")))
+    feeder = IndexFeeder(archive, crawl.config.plugin_settings("index", IndexSettings))
     if crawl.resumed:
         from .recover import bring_in_line
 
         crawl.stats["index.recovered"] = await asyncio.to_thread(bring_in_line, archive)
     await asyncio.to_thread(feeder.start)
-    crawl.extra[FEEDER_KEY] = feeder
+    crawl.stash[FEEDER_KEY] = feeder
     crawl.stats["index.pending"] = feeder.lag
 
 
 @hookimpl
 async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
-    feeder: IndexFeeder | None = crawl.extra.get(FEEDER_KEY)
+    feeder = crawl.stash.get(FEEDER_KEY, None)
     if feeder is None:
         return
     from .extract import is_indexable  # loaded by crawl_started: a lookup in sys.modules
@@ -126,7 +97,7 @@ async def page_rendered(page: Page, dom: str, screenshot: bytes | None, crawl: C
     """The page as a browser showed it replaces its HTML in the index when its text is longer."""
     import asyncio
 
-    feeder: IndexFeeder | None = crawl.extra.get(FEEDER_KEY)
+    feeder = crawl.stash.get(FEEDER_KEY, None)
     if feeder is None or not is_indexable_page(page):
         return
     from .store import Capture
@@ -165,7 +136,7 @@ def _says_more(rendered: bytes, page: Page, max_chars: int) -> bool:
 async def crawl_finished(crawl: Crawl) -> None:
     import asyncio
 
-    feeder: IndexFeeder | None = crawl.extra.pop(FEEDER_KEY, None)
+    feeder = crawl.stash.pop(FEEDER_KEY, None)
     if feeder is None:
         return
     interrupted = crawl.interrupted
@@ -176,14 +147,12 @@ async def crawl_finished(crawl: Crawl) -> None:
         if crawl.interrupted and not interrupted:  # Ctrl-C while the index catches up
             interrupted = True
             feeder.stop_draining()
-            crawl.extra["finishing"] = (
-                "committing the index; the pages left wait for `archiver reindex --pending`"
-            )
+            crawl.finishing = "committing the index; the pages left wait for `archiver reindex --pending`"
         elif lag and not interrupted:
-            crawl.extra["finishing"] = (
+            crawl.finishing = (
                 f"indexing {lag:,} pages... (Ctrl-C leaves them for `archiver reindex --pending`)"
             )
-    crawl.extra.pop("finishing", None)
+    crawl.finishing = ""
     await closing
     crawl.stats["index.pending"] = feeder.pending
 

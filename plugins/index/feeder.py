@@ -20,35 +20,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from archiver.errors import ArchiveError
 
-from .parallel import default_processes
+from .settings import IndexSettings
 from .spool import Spool
 from .store import Capture, spool_path
 
 log = logging.getLogger("archiver.index")
 
 
-@dataclass(frozen=True)
-class Options:
-    """The `[plugins.index]` table, checked."""
-
-    batch_size: int = 500
-    batch_seconds: float = 10.0
-    queue_size: int = 256
-    max_chars: int = 200_000
-    crawl_share: float = 0.25
-    wait: bool = True
-    processes: int = field(default_factory=default_processes)
-    """Worker processes that index what is left once the crawl is done (and `reindex`)."""
-    max_restarts: int = 5
-
-
 class IndexFeeder:
-    def __init__(self, archive: Path, options: Options) -> None:
+    def __init__(self, archive: Path, options: IndexSettings) -> None:
         self.archive = archive
         self.options = options
         self.spooled = 0

@@ -10,18 +10,17 @@ read by a linear tokenizer instead, and at most ``max_links_per_page`` links are
 
 from __future__ import annotations
 
-import difflib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from archiver import ConfigError, Link, hookimpl
-from archiver.config import check_number
+from archiver import Link, hookimpl
 from archiver.model import HTML_TYPES, XML_TYPES
 
 from .collector import LinkCollector
 from .css import css_links
 from .nesting import exceeds_budget
 from .resolve import Resolver
+from .settings import LinksSettings
 from .tokens import tokenized_links
 from .xml import xml_links
 
@@ -29,14 +28,9 @@ if TYPE_CHECKING:
     from archiver import Crawl, Page
     from archiver.config import Config
 
-__all__ = ["DEFAULTS", "configure", "extract_links", "find_links"]
+__all__ = ["LinksSettings", "configure", "extract_links", "find_links"]
 
 log = logging.getLogger(__name__)
-
-DEFAULTS: dict[str, Any] = {
-    # Characters of one document read for links; the rest of a larger document is ignored.
-    "max_parse_size": 4 * 1024 * 1024,
-}
 
 HTML = "html"
 CSS = "css"
@@ -95,26 +89,10 @@ def find_links(
     return out.links
 
 
-def _settings(config: Config) -> dict[str, Any]:
-    table = config.plugin("links")
-    unknown = set(table) - set(DEFAULTS)
-    if unknown:
-        name = sorted(unknown)[0]
-        close = difflib.get_close_matches(name, list(DEFAULTS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"plugins.links: unknown key {name!r}{hint}")
-    settings = {**DEFAULTS, **table}
-    size = settings["max_parse_size"]
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise ConfigError(f"plugins.links.max_parse_size: expected a positive whole number, got {size!r}")
-    check_number("plugins.links.max_parse_size", size, 1, 1 << 32)
-    return settings
-
-
 @hookimpl
 def configure(config: Config) -> None:
     """Reject a mistyped or impossible ``[plugins.links]`` setting before the crawl starts."""
-    _settings(config)
+    config.plugin_settings("links", LinksSettings)
 
 
 @hookimpl
@@ -124,7 +102,7 @@ def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
     if doc_type is None:
         return None
     config = crawl.config
-    max_parse_size = config.plugin("links").get("max_parse_size", DEFAULTS["max_parse_size"])
+    max_parse_size = config.plugin_settings("links", LinksSettings).max_parse_size
     text = page.text
     if len(text) > max_parse_size:
         text = text[:max_parse_size]

@@ -26,7 +26,7 @@ from archiver.errors import ArchiveError, ArchiverError, UsageError
 
 from ..warc.reader import WarcArchive, open_archive
 from .landing import SiteEntry, landing_page
-from .names import Path, relative_href
+from .names import MirrorPath, relative_href
 from .plan import Item, Plan, build_plan, normalize, roots_of
 from .render import redirect_page, render
 from .safedir import Blocked
@@ -189,7 +189,7 @@ def start_pages(archive: FsPath, plan: Plan) -> list[str]:
 
 def _sites(plan: Plan, starts: list[str]) -> list[SiteEntry]:
     counts: Counter[str] = Counter(plan.paths[url][0] for url in plan.items)
-    start_of: dict[str, tuple[str, Path]] = {}
+    start_of: dict[str, tuple[str, MirrorPath]] = {}
     for url in [*starts, *roots_of(plan.items.values())]:
         item = plan.final(url)
         if item is None:

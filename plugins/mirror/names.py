@@ -111,7 +111,7 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {
     "video/ogg": (".ogv", ".ogg"),
 }
 
-Path = tuple[str, ...]
+MirrorPath = tuple[str, ...]
 """A relative path of the mirror as segments: (host folder, dirs..., file name)."""
 
 
@@ -250,7 +250,7 @@ def file_name(last: str, query: str | None, mime: str) -> str:
     return _fit(_portable(stem), ext)
 
 
-def natural_path(url: str, mime: str) -> Path:
+def natural_path(url: str, mime: str) -> MirrorPath:
     """The path a URL would get with no other URL around: ``(host, *dirs, file)``."""
     parts = urlsplit(url)
     segments = parts.path.split("/")[1:] if parts.path.startswith("/") else [parts.path]
@@ -272,7 +272,7 @@ def _with_hash(name: str, url: str, length: int) -> str:
     return _fit(stem + "~" + _hash(url, length), ext)
 
 
-def allocate(entries: Iterable[tuple[str, Path]]) -> dict[str, Path]:
+def allocate(entries: Iterable[tuple[str, MirrorPath]]) -> dict[str, MirrorPath]:
     """Give every URL its own file: `entries` are (url, natural path) pairs.
 
     URLs are taken in sorted order; a URL whose file name is already taken (also when
@@ -287,7 +287,7 @@ def allocate(entries: Iterable[tuple[str, Path]]) -> dict[str, Path]:
         for end in range(1, len(key)):
             folders.add(key[:end])
     taken: set[tuple[str, ...]] = {(name,) for name in RESERVED_TOP}
-    result: dict[str, Path] = {}
+    result: dict[str, MirrorPath] = {}
     for url, path in ordered:
         if url in result:
             continue
@@ -306,13 +306,13 @@ def allocate(entries: Iterable[tuple[str, Path]]) -> dict[str, Path]:
 _HREF_SAFE = "!$&'()*+,;=@~-._"
 
 
-def relative_href(source: Path, target: Path) -> str:
+def relative_href(source: MirrorPath, target: MirrorPath) -> str:
     """The relative URL from the file `source` to the file `target`, percent-encoded ASCII."""
     return _relative(source[:-1], target)
 
 
 @functools.lru_cache(maxsize=65536)
-def _relative(source_dirs: Path, target: Path) -> str:
+def _relative(source_dirs: MirrorPath, target: MirrorPath) -> str:
     target_dirs = target[:-1]
     common = 0
     while (

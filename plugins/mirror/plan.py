@@ -22,7 +22,7 @@ from archiver.urls import canonical_key
 
 from ..warc.reader import Capture, WarcArchive
 from ..warc.surt import surt
-from .names import Path, allocate, natural_path
+from .names import MirrorPath, allocate, natural_path
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class Item:
 @dataclass
 class Plan:
     items: dict[str, Item]
-    paths: dict[str, Path]
+    paths: dict[str, MirrorPath]
     skipped: dict[str, int] = field(default_factory=dict)
     """URLs whose only captures are not usable (404, 500...): url -> latest status."""
     errors: list[str] = field(default_factory=list)

@@ -18,7 +18,7 @@ from pathlib import Path as FsPath
 
 from archiver.errors import ArchiveError
 
-from .names import TEMPORARY_PREFIX, Path
+from .names import TEMPORARY_PREFIX, MirrorPath
 
 __all__ = ["Blocked", "SafeDir"]
 
@@ -63,7 +63,7 @@ class SafeDir:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _folder(self, parts: Path, create: bool) -> int:
+    def _folder(self, parts: MirrorPath, create: bool) -> int:
         fd = os.dup(self.fd)
         try:
             for depth, part in enumerate(parts):
@@ -91,13 +91,13 @@ class SafeDir:
             os.close(fd)
             raise
 
-    def _blocked(self, parts: Path, exc: OSError) -> Blocked:
+    def _blocked(self, parts: MirrorPath, exc: OSError) -> Blocked:
         where = "/".join(parts)
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
             return Blocked(f"{where} is in the way (a file or a symbolic link where a folder is needed)")
         return Blocked(f"{where}: {exc.strerror or exc}")
 
-    def write(self, path: Path, data: bytes, mtime: float | None = None) -> None:
+    def write(self, path: MirrorPath, data: bytes, mtime: float | None = None) -> None:
         """Write `data` to `path` (folders made as needed), replacing what was there."""
         check_segment(path[-1])
         fd = self._folder(path[:-1], create=True)
@@ -132,7 +132,7 @@ class SafeDir:
         finally:
             os.close(fd)
 
-    def obstacle(self, path: Path) -> tuple[int, str] | None:
+    def obstacle(self, path: MirrorPath) -> tuple[int, str] | None:
         """What would stop `write(path)`: (index of the segment, description), else None.
 
         A folder of `path` that exists as a file or a symbolic link, or `path` itself
@@ -162,7 +162,7 @@ class SafeDir:
         finally:
             os.close(fd)
 
-    def stat(self, path: Path) -> os.stat_result | None:
+    def stat(self, path: MirrorPath) -> os.stat_result | None:
         """The stat of a regular file at `path`, None for anything else or nothing."""
         try:
             fd = self._folder(path[:-1], create=False)
@@ -176,7 +176,7 @@ class SafeDir:
             os.close(fd)
         return result if stat.S_ISREG(result.st_mode) else None
 
-    def read(self, path: Path) -> bytes | None:
+    def read(self, path: MirrorPath) -> bytes | None:
         try:
             fd = self._folder(path[:-1], create=False)
         except (OSError, Blocked):
@@ -190,7 +190,7 @@ class SafeDir:
         with os.fdopen(handle, "rb") as stream:
             return stream.read()
 
-    def remove(self, path: Path) -> bool:
+    def remove(self, path: MirrorPath) -> bool:
         """Remove the regular file at `path` and the folders it leaves empty; True if removed."""
         if self.stat(path) is None:
             return False

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Protocol
 
 from archiver.errors import ArchiveError
 
-from .names import Path
+from .names import MirrorPath
 from .safedir import SafeDir
 
 __all__ = ["MANIFEST_NAME", "DirSink", "ExclusiveZip", "Sink", "ZipSink", "create_exclusive"]
@@ -65,13 +65,13 @@ class Sink(Protocol):
     removed: int
     size: int
 
-    def fresh(self, path: Path, source: str) -> FileEntry | None: ...
+    def fresh(self, path: MirrorPath, source: str) -> FileEntry | None: ...
 
-    def blocked(self, path: Path) -> str | None: ...
+    def blocked(self, path: MirrorPath) -> str | None: ...
 
     def put(
         self,
-        path: Path,
+        path: MirrorPath,
         data: bytes,
         *,
         url: str,
@@ -85,7 +85,7 @@ class Sink(Protocol):
     def abort(self) -> None: ...
 
 
-def _key(path: Path) -> str:
+def _key(path: MirrorPath) -> str:
     return "/".join(path)
 
 
@@ -146,7 +146,7 @@ class DirSink:
         self.new: dict[str, FileEntry] = {}
         self.written = self.unchanged = self.removed = self.size = 0
 
-    def blocked(self, path: Path) -> str | None:
+    def blocked(self, path: MirrorPath) -> str | None:
         """Why `path` cannot be written (something not ours in the way), else None.
 
         A file of an earlier export standing where a folder is now needed is removed.
@@ -162,7 +162,7 @@ class DirSink:
         needed = "a file" if depth == len(path) - 1 else "a folder"
         return f"{'/'.join(where)} is in the way ({what} where the export needs {needed})"
 
-    def fresh(self, path: Path, source: str) -> FileEntry | None:
+    def fresh(self, path: MirrorPath, source: str) -> FileEntry | None:
         """The manifest entry (counted as unchanged) when the file at `path` is already
         what `source` gives under the same plan; None when it must be rendered."""
         entry = self.old.get(_key(path))
@@ -174,14 +174,14 @@ class DirSink:
         self._keep(path, entry)
         return entry
 
-    def _keep(self, path: Path, entry: FileEntry) -> None:
+    def _keep(self, path: MirrorPath, entry: FileEntry) -> None:
         self.new[_key(path)] = entry
         self.unchanged += 1
         self.size += entry.size
 
     def put(
         self,
-        path: Path,
+        path: MirrorPath,
         data: bytes,
         *,
         url: str,
@@ -280,15 +280,15 @@ class ZipSink:
             raise ArchiveError(f"cannot write {output}: {exc.strerror or exc}") from None
         self.written = self.unchanged = self.removed = self.size = 0
 
-    def fresh(self, path: Path, source: str) -> FileEntry | None:
+    def fresh(self, path: MirrorPath, source: str) -> FileEntry | None:
         return None
 
-    def blocked(self, path: Path) -> str | None:
+    def blocked(self, path: MirrorPath) -> str | None:
         return None
 
     def put(
         self,
-        path: Path,
+        path: MirrorPath,
         data: bytes,
         *,
         url: str,

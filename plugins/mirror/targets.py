@@ -19,7 +19,7 @@ from urllib.parse import urldefrag, urljoin
 from w3lib.url import safe_url_string
 
 from .mapping import UNCHANGED, Mapped
-from .names import Path, relative_href
+from .names import MirrorPath, relative_href
 from .plan import Plan, normalize
 
 __all__ = ["FileLinks", "MissingLinks", "crawl_log_reasons"]
@@ -113,7 +113,7 @@ def crawl_log_reasons(archive: FsPath) -> dict[str, str]:
 class FileLinks:
     """The `LinkMap` for the document that becomes file `source` (whose URL is `referrer`)."""
 
-    def __init__(self, plan: Plan, source: Path, referrer: str, missing: MissingLinks) -> None:
+    def __init__(self, plan: Plan, source: MirrorPath, referrer: str, missing: MissingLinks) -> None:
         self.plan = plan
         self.source = source
         self.referrer = referrer

@@ -20,7 +20,7 @@ from archiver.hookspecs import hookimpl
 
 from .commands import register
 from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
-from .settings import parse_settings
+from .settings import WarcSettings
 
 if TYPE_CHECKING:
     from .reader import Capture, StoredResponse, WarcArchive, open_archive
@@ -55,7 +55,7 @@ WRITER_NAME = "warc-writer"
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
     from .writer import WarcWriter
 
-    settings = parse_settings(config.plugin("warc"))
+    settings = config.plugin_settings("warc", WarcSettings)
     old = pm.get_plugin(WRITER_NAME)
     if old is not None:
         pm.unregister(old)

@@ -12,7 +12,7 @@ import click
 
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
-from archiver.terminal import echo, printable
+from archiver.terminal import printable
 
 # The reader and the verifier are imported when a command runs: building the command line
 # must not load warcio and the decoders.
@@ -67,17 +67,17 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
         report = verify_file(path, limits)
         faults += len(report.faults)
         for fault in report.faults:
-            echo(printable(str(fault)))
+            click.echo(printable(str(fault)))
         if report.ok:
             if not quiet:
-                echo(printable(f"ok {path} ({report.records} records)"))
+                click.echo(printable(f"ok {path} ({report.records} records)"))
             continue
         damaged += 1
         if truncate and any(f.fatal for f in report.faults):
             if not os.access(path, os.W_OK):
                 raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
             cut = truncate_to_last_good(path, limits)
-            echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
+            click.echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
     if faults:
         raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
     if not quiet:
@@ -110,9 +110,9 @@ def ls(archive: Path, as_json: bool) -> None:
             continue
         status = str(capture.status) if capture.status is not None else "-"
         line = f"{capture.timestamp} {status:>3} {capture.mime or '-':<24} {capture.length:>9} {capture.url}"
-        echo(printable(line))
+        click.echo(printable(line))
     for problem in warcs.problems:
-        echo(f"archiver: warning: {printable(problem)}", err=True)
+        click.echo(f"archiver: warning: {printable(problem)}", err=True)
     if warcs.problems:
         raise ArchiveError(f"{len(warcs.problems)} unreadable index lines or records (named above)")
 

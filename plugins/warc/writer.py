@@ -161,7 +161,6 @@ class WarcWriter:
             self._process = None
             await process.finish()
             raise
-        crawl.extra["warc.writer"] = self
 
     @hookimpl
     async def page_fetched(self, page: Page, links: Sequence[Link], crawl: Crawl) -> None:
