@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
@@ -224,9 +224,3 @@ class Crawl:
     """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
     crawl_log: LogWriter | None = None
     """The crawl log, where a plugin may add lines of its own (the browser's renderings)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Free room for plugins to share per-run objects; ``"finishing"`` (a short text) is shown
-    by the progress bar while a plugin catches up after the last page."""
-
-    def plugin_config(self, name: str) -> Mapping[str, Any]:
-        return self.config.plugin(name)
