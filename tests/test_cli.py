@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from conftest import Site
 
 from archiver.cli import main
+from archiver.testing import Site
 
 FAST = ["--delay", "0", "--ignore-robots", "--frontier", "memory", "--max-tries", "1"]
 

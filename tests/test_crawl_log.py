@@ -13,7 +13,8 @@ from pathlib import Path
 
 from aiohttp import web
 from archiver_plugins.warc.reader import open_archive
-from conftest import Site
+
+from archiver.testing import Site
 
 PAGES = 400
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import CrawlFn, Site
 
 from archiver import Crawl, FetchError, Link, LinkKind, Page, hookimpl
 from archiver.errors import SeedError
+from archiver.testing import CrawlFn, Site
 
 
 def log_records(crawl: Crawl) -> list[dict[str, Any]]:

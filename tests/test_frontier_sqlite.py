@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import CrawlFn, Site
 
 from archiver.config import Config
 from archiver.frontier import Item, MemoryFrontier, make_frontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
 from archiver.model import LinkKind
+from archiver.testing import CrawlFn, Site
 
 
 def entries(*names: str) -> list[tuple[str, Item]]:

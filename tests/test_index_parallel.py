@@ -9,11 +9,11 @@ from archiver_plugins.index.reindex import catch_up, reindex
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool, pending_in
 from archiver_plugins.index.store import Capture, spool_path
-from conftest import CrawlFn, Site
 from test_index_resume import build_site, indexable_in_warcs, indexed
 
 from archiver.distributed import merge_archives
 from archiver.manager import make_plugin_manager
+from archiver.testing import CrawlFn, Site
 
 PLUGINS = ("links", "warc", "index")
 QUERIES = ("word7", "page", "here", "word1 OR word2", '"page 12"', "title:page", "p4")

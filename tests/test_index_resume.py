@@ -20,13 +20,13 @@ from aiohttp import web
 from archiver_plugins.index.recover import bring_in_line
 from archiver_plugins.index.spool import Spool, pending_in
 from archiver_plugins.index.store import Capture, open_index, spool_path
-from conftest import CrawlFn, Handler, Site
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import load_config
 from archiver.frontier_sqlite import STATE_NAME
 from archiver.model import Crawl, Page
 from archiver.status import archive_status
+from archiver.testing import CrawlFn, Handler, Site
 
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PLUGINS = ("links", "warc", "index")

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from aiohttp import web
-from conftest import Site
 from terminal import WIDTH, run_on_terminal, screen_lines
+
+from archiver.testing import Site
 
 PAGES = 30
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from archiver_plugins.warc.verify import verify_file
-from conftest import CrawlFn, Handler, Site, make_config
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.crawler import run_crawl
@@ -30,6 +29,7 @@ from archiver.manager import make_plugin_manager
 from archiver.model import Crawl, Page
 from archiver.resume import plan_run
 from archiver.status import archive_status
+from archiver.testing import CrawlFn, Handler, Site, make_config
 
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PLUGINS = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]

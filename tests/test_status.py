@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CrawlFn, Site
 
 from archiver.errors import ArchiverError
 from archiver.frontier import Item
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 from archiver.lock import LOCK_NAME
 from archiver.status import archive_status, status_command
+from archiver.testing import CrawlFn, Site
 
 
 def status(archive: Path, *args: str) -> tuple[int, str]:
