@@ -49,6 +49,7 @@ __all__ = [
     "make_crawl",
     "make_page",
     "other_site",
+    "plugin_module",
     "read_report",
     "site",
 ]
