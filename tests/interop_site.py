@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
-from conftest import Site, make_config
 from mirror_site import png
 
 from archiver.manager import make_plugin_manager
 from archiver.runner import run_crawl
+from archiver.testing import Site, make_config
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYWEB_DIR = Path(os.environ.get("REPLAYWEB_DIR", ROOT / ".ci" / "node" / "replaywebpage"))

@@ -6,7 +6,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from conftest import Site
+from archiver.testing import Site
 
 FONT = Path("/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf")
 

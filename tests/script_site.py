@@ -11,8 +11,9 @@ import asyncio
 import json
 
 from aiohttp import web
-from conftest import Site
 from mirror_site import png
+
+from archiver.testing import Site
 
 TEXT = "Hydrangeas turn blue on acid soil"
 

@@ -19,7 +19,6 @@ from aiohttp.test_utils import TestServer
 from archiver_plugins.index.search import search
 from archiver_plugins.web.app import make_app
 from browser import chromium_path, launch_browser
-from conftest import Site, make_config
 from script_site import TEXT, build_site
 from warcio.archiveiterator import ArchiveIterator
 
@@ -30,6 +29,7 @@ from archiver.crawllog import LOG_NAME
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl
 from archiver.runner import run_crawl
+from archiver.testing import Site, make_config
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from aiohttp import web
-from conftest import Site
 
 from archiver.cli import main
+from archiver.testing import Site
 
 FAST = ["--delay", "0", "--ignore-robots", "--frontier", "memory", "--max-tries", "1"]
 
@@ -140,13 +139,7 @@ async def test_help_explains_options(capsys: pytest.CaptureFixture[str]) -> None
 
 
 async def test_sigint_stops_cleanly_with_130(site: Site, tmp_path: Path) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.2)
-        return web.Response(text="<a href='/'>home</a>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(200)])
-    for i in range(200):
-        site.handler(f"/p{i}", slow)
+    site.fan(200, delay=0.2, body="<a href='/'>home</a>")
     archive = tmp_path / "a"
     proc = await asyncio.create_subprocess_exec(
         sys.executable,

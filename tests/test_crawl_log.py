@@ -11,9 +11,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from aiohttp import web
 from archiver_plugins.warc.reader import open_archive
-from conftest import Site
+
+from archiver.testing import Site
 
 PAGES = 400
 
@@ -57,13 +57,7 @@ async def crawl(site: Site, archive: Path) -> asyncio.subprocess.Process:
 
 
 async def test_sigkill_loses_no_line_and_resume_writes_the_missing_ones(site: Site, tmp_path: Path) -> None:
-    async def page(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.01)
-        return web.Response(text="<html><body>a page</body></html>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(PAGES)])
-    for i in range(PAGES):
-        site.handler(f"/p{i}", page)
+    site.fan(PAGES, delay=0.01, body="<html><body>a page</body></html>")
     archive = tmp_path / "a"
     proc = await crawl(site, archive)
     for _ in range(300):
@@ -89,13 +83,7 @@ async def test_sigkill_loses_no_line_and_resume_writes_the_missing_ones(site: Si
 
 
 async def test_status_separates_taken_from_fetched(site: Site, tmp_path: Path) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.5)
-        return web.Response(text="<html><body>slow</body></html>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(PAGES)])
-    for i in range(PAGES):
-        site.handler(f"/p{i}", slow)
+    site.fan(PAGES, delay=0.5, body="<html><body>slow</body></html>")
     archive = tmp_path / "a"
     proc = await crawl(site, archive)
     seen: dict[str, object] = {}

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import CrawlFn, Site
 
 from archiver import Crawl, FetchError, Link, LinkKind, Page, hookimpl
 from archiver.errors import SeedError
+from archiver.testing import CrawlFn, Site
 
 
 def log_records(crawl: Crawl) -> list[dict[str, Any]]:
@@ -189,26 +189,14 @@ async def test_redirect_to_non_http_is_not_followed(site: Site, crawl_archive: C
 
 
 async def test_max_tasks_never_exceeded(site: Site, crawl_archive: CrawlFn) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.05)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(30)])
-    for i in range(30):
-        site.handler(f"/p{i}", slow)
+    site.fan(30, delay=0.05, body="<p>leaf</p>")
     await crawl_archive(site.url("/"), max_tasks=3)
     assert site.max_in_flight == 3
     assert len(site.hits) == 31
 
 
 async def test_per_host_concurrency_limit(site: Site, crawl_archive: CrawlFn) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.05)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(12)])
-    for i in range(12):
-        site.handler(f"/p{i}", slow)
+    site.fan(12, delay=0.05, body="<p>leaf</p>")
     await crawl_archive(site.url("/"), max_tasks=10, per_host_concurrency=2)
     assert site.max_in_flight == 2
 

@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 import pytest
 from aiohttp import web
 from archiver_plugins.warc.reader import open_archive
-from conftest import CrawlFn, Site
 from redis_support import RedisServer, redis_server
 
 from archiver.manager import make_plugin_manager
+from archiver.testing import CrawlFn, Site
 
 __all__ = ["redis_server"]
 

@@ -1,34 +1,22 @@
-"""The example plugin of docs/plugins.md works as the guide says: loaded by name, it runs."""
+"""The example plugin of docs/plugins.md works as the guide says: its own tests pass.
+
+They run as a plugin author runs them, in a pytest of their own that finds archiver's
+fixtures (archiver.testing) through its ``pytest11`` entry point, with the plugin's module
+importable as if installed.
+"""
 
 from __future__ import annotations
 
-import json
+import ast
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
-
-import click
-import pytest
-from click.testing import CliRunner
-from conftest import Site, make_config
-
-from archiver import ConfigError, UsageError
-from archiver.config import Config
-from archiver.manager import make_plugin_manager, plugin_versions
-from archiver.runner import run_crawl
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "archiver-example-plugin"
+GUIDE = EXAMPLE.parent.parent / "docs" / "plugins.md"
 MODULE = "archiver_content_types"
-
-
-@pytest.fixture
-def example(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The example plugin's module, importable as if it were installed."""
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    pm = make_plugin_manager(autoload=False, modules=[MODULE])
-    module = pm.get_plugin(MODULE)
-    assert isinstance(module, ModuleType)
-    return module
 
 
 def test_its_entry_point_names_the_module() -> None:
@@ -37,55 +25,34 @@ def test_its_entry_point_names_the_module() -> None:
     assert (EXAMPLE / f"{MODULE}.py").is_file()
 
 
-def test_it_implements_the_hooks_the_guide_lists(example: ModuleType) -> None:
-    pm = make_plugin_manager(autoload=False, modules=[MODULE])
-    [(name, _version, hooks)] = plugin_versions(pm)
-    assert name == MODULE
-    assert hooks == [
-        "accept_url",
-        "configure",
-        "crawl_finished",
-        "crawl_started",
-        "page_fetched",
-        "register_commands",
-    ]
+def guide_tests() -> str:
+    """The Python block of the guide's "Testing a plugin" section: a test file of its own."""
+    guide = GUIDE.read_text(encoding="utf-8")
+    section = guide[guide.index("## Testing a plugin") :]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def test_configure_rejects_a_bad_table(example: ModuleType) -> None:
-    pm = make_plugin_manager(autoload=False, modules=[MODULE])
-    pm.hook.configure(config=Config(plugins={"content_types": {"skip_extensions": [".zip"]}}), pm=pm)
-    with pytest.raises(ConfigError, match=r"\[plugins\.content_types\] skip: unknown key"):
-        pm.hook.configure(config=Config(plugins={"content_types": {"skip": [".zip"]}}), pm=pm)
-    with pytest.raises(ConfigError, match=r"\[plugins\.content_types\] skip_extensions: "):
-        pm.hook.configure(config=Config(plugins={"content_types": {"skip_extensions": "zip"}}), pm=pm)
-
-
-async def test_a_crawl_counts_content_types_and_skips_extensions(
-    example: ModuleType, site: Site, tmp_path: Path
-) -> None:
-    site.page("/", links=["/a.html", "/style.css", "/big.ISO", "/b.zip?download=1"])
-    site.page("/a.html", "<p>a</p>")
-    site.page("/style.css", "p{}", content_type="text/css")
-    site.page("/big.ISO", b"x", content_type="application/octet-stream")
-    site.page("/b.zip", b"x", content_type="application/zip")
-    config = make_config(
-        tmp_path, [site.url("/")], plugins={"content_types": {"skip_extensions": [".iso", ".zip"]}}
+def count_tests(source: str) -> int:
+    return sum(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+        for node in ast.parse(source).body
     )
-    pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.links", MODULE])
-    crawl = await run_crawl(config, pm)
-    assert site.hits["/big.ISO"] == 0
-    assert site.hits["/b.zip"] == 0
-    report = json.loads((crawl.archive / "content-types.json").read_text(encoding="utf-8"))
-    assert report == {"text/html": 2, "text/css": 1}
 
 
-def test_its_command_prints_the_report(example: ModuleType, tmp_path: Path) -> None:
-    group = click.Group("archiver")
-    pm = make_plugin_manager(autoload=False, modules=[MODULE])
-    pm.hook.register_commands(cli=group)
-    (tmp_path / "content-types.json").write_text('{"text/html": 3}', encoding="utf-8")
-    result = CliRunner().invoke(group, ["content-types", str(tmp_path)])
-    assert result.exit_code == 0
-    assert result.output.split() == ["3", "text/html"]
-    missing = CliRunner().invoke(group, ["content-types", str(tmp_path / "nothing")])
-    assert isinstance(missing.exception, UsageError)
+def test_its_own_tests_and_the_guides_pass_with_the_archiver_fixtures(tmp_path: Path) -> None:
+    (tmp_path / "test_guide.py").write_text(guide_tests(), encoding="utf-8")
+    own = (EXAMPLE / "tests" / "test_content_types.py").read_text(encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(PYTHONPATH=str(EXAMPLE), PYTHONDONTWRITEBYTECODE="1", ARCHIVER_DISABLE_PLUGIN_AUTOLOAD="1")
+    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", "-c", str(EXAMPLE / "pyproject.toml")]
+    result = subprocess.run(
+        [sys.executable, *command, "--rootdir", str(EXAMPLE), "tests", str(tmp_path / "test_guide.py")],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    count = count_tests(own) + count_tests(guide_tests())
+    assert f"{count} passed" in result.stdout, result.stdout

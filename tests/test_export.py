@@ -13,11 +13,11 @@ import pytest
 from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_mirror
 from archiver_plugins.mirror.sinks import MANIFEST_NAME
 from archiver_plugins.warc.reader import open_archive
-from conftest import CrawlFn, Site
 from mirror_site import PLAIN, build_site
 from selectolax.lexbor import LexborHTMLParser
 
 from archiver.cli import main
+from archiver.testing import CrawlFn, Site
 
 PLUGINS = ("links", "warc")
 

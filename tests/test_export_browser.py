@@ -16,8 +16,9 @@ from typing import Any
 
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
 from browser import launch_browser
-from conftest import CrawlFn, Site
 from mirror_site import FONT, build_site
+
+from archiver.testing import CrawlFn, Site
 
 
 async def test_mirror_opens_offline_in_chromium(

@@ -12,11 +12,11 @@ import zipfile
 from pathlib import Path
 
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
-from conftest import CrawlFn, Site
 from mirror_site import build_site
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.cli import main
+from archiver.testing import CrawlFn, Site
 
 
 def sha256(data: bytes) -> str:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Site
 
 from archiver.cli import main
+from archiver.testing import Site
 
 QUICK = ["--delay", "0", "--max-tries", "1", "--disable-plugin", "index", "--disable-plugin", "sitemap"]
 
@@ -127,11 +127,10 @@ async def test_search_and_status_take_quiet(
 
 
 async def test_the_crawl_log_names_the_plugin_that_refused_a_url(site: Site, tmp_path: Path) -> None:
-    from conftest import make_config
-
     from archiver import hookimpl
     from archiver.manager import make_plugin_manager
     from archiver.runner import run_crawl
+    from archiver.testing import make_config
 
     class NoPdf:
         @hookimpl

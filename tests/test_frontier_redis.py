@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from archiver_plugins.redis.frontier import FrontierLostError, FrontierUnavailableError, RedisFrontier
-from conftest import CrawlFn, Site
 from redis_support import RedisServer, free_port, redis_server
 
 from archiver.cli import main
 from archiver.config import load_config
 from archiver.frontier import Item
+from archiver.testing import CrawlFn, Site
 from archiver.urls import canonical_key
 
 __all__ = ["redis_server"]

@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import CrawlFn, Site
 
 from archiver.config import Config
 from archiver.errors import ConfigError
@@ -19,6 +18,7 @@ from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
 from archiver.hookspecs import hookimpl
 from archiver.model import LinkKind
 from archiver.runner import make_frontier
+from archiver.testing import CrawlFn, Site
 
 
 def entries(*names: str) -> list[tuple[str, Item]]:

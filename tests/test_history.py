@@ -6,8 +6,6 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from conftest import Site
-
 from archiver.cli import main
 from archiver.history import (
     HISTORY_NAME,
@@ -16,6 +14,7 @@ from archiver.history import (
     record_resume,
     record_start,
 )
+from archiver.testing import Site
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

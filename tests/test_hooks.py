@@ -11,12 +11,12 @@ import pluggy
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
-from conftest import CrawlFn, Site
 
 from archiver import ConfigError, Crawl, FetchError, Link, LinkKind, Page, hookimpl
 from archiver.config import Config
 from archiver.hookspecs import FetchRequisite
 from archiver.manager import Hooks, make_plugin_manager
+from archiver.testing import CrawlFn, Site
 
 
 def test_hook_register_commands() -> None:

@@ -18,10 +18,10 @@ from typing import Any
 import brotli
 import pytest
 from aiohttp import web
-from conftest import CrawlFn, Site
 from rawhttp import RawSite, reset, response_head
 
 from archiver.model import Crawl
+from archiver.testing import CrawlFn, Site
 
 FAST: dict[str, Any] = {
     "timeout": 2.0,

@@ -29,6 +29,7 @@ from archiver.cli import main
 from archiver.config import load_config
 from archiver.errors import ConfigError
 from archiver.model import Crawl, Page
+from archiver.testing import make_page
 
 PLUGINS = ("links", "warc", "index")
 QUERIES = ("asyncio queue", '"event loop"', "title:queue", "搜索", "asyn*", "gardening OR loop")
@@ -225,14 +226,8 @@ def make_crawl(archive: Path, **index_options: object) -> Crawl:
 
 def page(number: int, word: str = "hello") -> Page:
     body = html(f"Page {number}", f"<p>{word} world number{number}</p>")
-    return Page(
-        url=f"http://h.test/{number}",
-        status=200,
-        headers=(("Content-Type", "text/html; charset=utf-8"),),
-        content=body.encode(),
-        encoding="utf-8",
-        fetched_at=datetime(2024, 5, 1, 12, 0, number % 60, 999_999, tzinfo=UTC),
-    )
+    fetched_at = datetime(2024, 5, 1, 12, 0, number % 60, 999_999, tzinfo=UTC)
+    return make_page(f"http://h.test/{number}", body, fetched_at=fetched_at)
 
 
 async def test_a_killed_writer_is_restarted_and_loses_nothing(tmp_path: Path) -> None:

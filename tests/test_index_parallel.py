@@ -9,11 +9,11 @@ from archiver_plugins.index.reindex import catch_up, reindex
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool, pending_in
 from archiver_plugins.index.store import Capture, spool_path
-from conftest import CrawlFn, Site
-from test_index_resume import build_site, indexable_in_warcs, indexed
+from test_index_resume import indexable_in_warcs, indexed
 
 from archiver.manager import make_plugin_manager
 from archiver.merge import merge_archives
+from archiver.testing import CrawlFn, Site
 
 PLUGINS = ("links", "warc", "index")
 QUERIES = ("word7", "page", "here", "word1 OR word2", '"page 12"', "title:page", "p4")
@@ -30,7 +30,7 @@ def results(archive: Path) -> dict[str, list[tuple[float, str, str]]]:
 
 
 async def test_parallel_reindex_gives_the_index_one_process_gives(site: Site, crawl_archive: CrawlFn) -> None:
-    build_site(site, 120)
+    site.loose_web(120, images=True)
     crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
     archive = crawl.archive
     pages = set(indexable_in_warcs(archive))
@@ -46,7 +46,7 @@ async def test_parallel_reindex_gives_the_index_one_process_gives(site: Site, cr
 
 
 async def test_parallel_catch_up_replaces_a_url_spooled_twice(site: Site, crawl_archive: CrawlFn) -> None:
-    build_site(site, 40)
+    site.loose_web(40, images=True)
     crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
     archive = crawl.archive
     spool = Spool(spool_path(archive))
@@ -74,7 +74,7 @@ async def test_parallel_catch_up_replaces_a_url_spooled_twice(site: Site, crawl_
 async def test_merge_joins_the_workers_indexes_as_a_rebuild_would(
     site: Site, crawl_archive: CrawlFn, tmp_path: Path
 ) -> None:
-    build_site(site, 90)
+    site.loose_web(90, images=True)
     version = {"n": 0}
 
     async def shared(request: web.Request) -> web.Response:

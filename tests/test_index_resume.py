@@ -16,48 +16,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import archiver_plugins.index as index_plugin
-from aiohttp import web
 from archiver_plugins.index.recover import bring_in_line
 from archiver_plugins.index.spool import Spool, pending_in
 from archiver_plugins.index.store import Capture, open_index, spool_path
-from conftest import CrawlFn, Handler, Site
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import load_config
 from archiver.frontier_sqlite import STATE_NAME
 from archiver.model import Crawl, Page
 from archiver.status import archive_status
+from archiver.testing import CrawlFn, Site, make_page
 
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PLUGINS = ("links", "warc", "index")
 FAST = ["--delay", "0", "--ignore-robots", "--max-tries", "1", "--frontier", "sqlite", "-q"]
-
-
-def build_site(site: Site, pages: int, delay: float = 0.0) -> None:
-    """`pages` HTML pages in a loose web, with redirects, missing pages and a few images."""
-
-    def handler(i: int) -> Handler:
-        links = {f"/p{(i * 7 + 3) % pages}", f"/p{(i + 1) % pages}", f"/p{(2 * i) % pages}"}
-        if i % 10 == 0:
-            links.add(f"/r{i}")
-        if i % 25 == 0:
-            links.update({f"/missing{i % 3}", f"/img{i}.png"})
-        anchors = "".join(f'<a href="{link}">{link}</a> ' for link in sorted(links))
-        body = f"<html><head><title>page {i}</title></head><body><p>Word{i} here.</p>{anchors}</body></html>"
-
-        async def serve(request: web.Request) -> web.StreamResponse:
-            if delay:
-                await asyncio.sleep(delay)
-            return web.Response(text=body, content_type="text/html")
-
-        return serve
-
-    for i in range(pages):
-        site.handler(f"/p{i}", handler(i))
-        if i % 10 == 0:
-            site.redirect(f"/r{i}", f"/p{(i * 3 + 1) % pages}")
-        if i % 25 == 0:
-            site.page(f"/img{i}.png", b"\x89PNG", content_type="image/png")
 
 
 def indexable_in_warcs(archive: Path) -> collections.Counter[str]:
@@ -95,7 +67,7 @@ async def start_crawl(args: list[str]) -> asyncio.subprocess.Process:
 async def test_sigkill_then_resume_leaves_exactly_the_archived_pages_indexed(
     site: Site, tmp_path: Path
 ) -> None:
-    build_site(site, 300, delay=0.004)
+    site.loose_web(300, delay=0.004, images=True)
     archive = tmp_path / "killed"
     plugins = [arg for name in PLUGINS for arg in ("--plugin", f"archiver_plugins.{name}")]
     config = tmp_path / "crawl.toml"
@@ -155,7 +127,7 @@ def forget(archive: Path, urls: list[str]) -> None:
 
 
 async def test_resume_indexes_archived_pages_the_index_missed(site: Site, crawl_archive: CrawlFn) -> None:
-    build_site(site, 30)
+    site.loose_web(30, images=True)
     site.page("/notes.txt", "plain notes", content_type="text/plain")
     site.page("/p0", '<title>home</title><a href="/p1">1</a> <a href="/notes.txt">n</a>')
     first = await crawl_archive(site.url("/p0"), plugins=PLUGINS, frontier="sqlite")
@@ -179,7 +151,7 @@ async def test_resume_indexes_archived_pages_the_index_missed(site: Site, crawl_
 async def test_resume_does_not_spool_what_the_spool_or_the_index_holds(
     site: Site, crawl_archive: CrawlFn
 ) -> None:
-    build_site(site, 12)
+    site.loose_web(12, images=True)
     first = await crawl_archive(site.url("/p0"), plugins=PLUGINS, frontier="sqlite")
     archive = first.archive
     urls, _ = indexed(archive)
@@ -213,13 +185,8 @@ async def test_page_fetched_returns_once_the_page_is_on_disk(tmp_path: Path) -> 
 
 def page(number: int) -> Page:
     body = f"<html><head><title>Page {number}</title></head><body><p>hello {number}</p></body></html>"
-    return Page(
-        url=f"http://h.test/{number}",
-        status=200,
-        headers=(("Content-Type", "text/html; charset=utf-8"),),
-        content=body.encode(),
-        encoding="utf-8",
-        fetched_at=datetime(2024, 5, 1, 12, 0, number % 60, tzinfo=UTC),
+    return make_page(
+        f"http://h.test/{number}", body, fetched_at=datetime(2024, 5, 1, 12, 0, number % 60, tzinfo=UTC)
     )
 
 
@@ -255,7 +222,7 @@ async def kill_group_when(
 
 
 async def test_sigkill_during_the_parallel_catch_up_then_resume(site: Site, tmp_path: Path) -> None:
-    build_site(site, 240)
+    site.loose_web(240, images=True)
     archive = tmp_path / "killed"
     plugins = [arg for name in PLUGINS for arg in ("--plugin", f"archiver_plugins.{name}")]
     config = tmp_path / "crawl.toml"
@@ -289,7 +256,7 @@ async def test_sigkill_during_the_parallel_catch_up_then_resume(site: Site, tmp_
 
 
 async def test_sigkill_during_a_parallel_reindex_then_again(site: Site, crawl_archive: CrawlFn) -> None:
-    build_site(site, 200)
+    site.loose_web(200, images=True)
     crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
     archive = crawl.archive
     pages = indexable_in_warcs(archive)

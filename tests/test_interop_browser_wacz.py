@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 from browser import chromium_path, launch_browser
-from conftest import Site
 from interop_site import REPLAYWEB_DIR, need
 from replayweb import WAIT_MS, replay_frame, serve_replayweb
 from script_site import TEXT, build_script_page
 
 from archiver.cli import main
+from archiver.testing import Site
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -17,11 +17,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.search import search
 from archiver_plugins.web.app import make_app
-from conftest import Site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from archiver.cli import main
+from archiver.testing import Site
 
 STYLESHEET = "p { color: rgb(1, 2, 3); }\n"
 

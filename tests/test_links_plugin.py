@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
-from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -16,7 +16,7 @@ from archiver_plugins.links.resolve import Resolver, remove_dot_segments
 from archiver_plugins.links.rules import refresh_url, srcset_urls
 from archiver_plugins.links.tokens import tokenized_links
 
-from archiver import ConfigError, Crawl, Link, LinkKind, Page
+from archiver import ConfigError, Crawl, Link, LinkKind, Page, testing
 from archiver.config import Config, load_config
 from archiver.manager import make_plugin_manager
 
@@ -38,8 +38,7 @@ def make_page(
     return Page(url=url, status=200, headers=headers, content=content, encoding=encoding)
 
 
-def make_crawl(**config: Any) -> Crawl:
-    return Crawl(config=Config(**config), archive=Path("unused"), roots=(BASE,))
+make_crawl = functools.partial(testing.make_crawl, BASE)
 
 
 def extract(body: str | bytes, crawl: Crawl | None = None, **page: Any) -> list[Link]:

@@ -10,12 +10,12 @@ from email.utils import format_datetime
 from typing import Any
 
 from aiohttp import web
-from conftest import CrawlFn, Site
 
 from archiver.config import load_config
 from archiver.guard import LINK_LOCAL, LOOPBACK, PRIVATE, PUBLIC, SPECIAL, AddressGuard, address_class
 from archiver.model import Crawl
 from archiver.politeness import DEFAULT_DELAY, HostLimiter, retry_after_seconds
+from archiver.testing import CrawlFn, Site
 from archiver.traps import TrapDetector, repeated_segment
 
 

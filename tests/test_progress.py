@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from aiohttp import web
-from conftest import Site
 from terminal import WIDTH, run_on_terminal, screen_lines
+
+from archiver.testing import Site
 
 PAGES = 30
 
@@ -17,12 +17,7 @@ PAGES = 30
 async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site, tmp_path: Path) -> None:
     words = " ".join(f"word{n}" for n in range(2000))
 
-    async def page(request: web.Request) -> web.Response:
-        return web.Response(text=f"<html><body><p>{words}</p></body></html>", content_type="text/html")
-
-    site.page("/", links=[f"/p{i}" for i in range(PAGES)])
-    for i in range(PAGES):
-        site.handler(f"/p{i}", page)
+    site.fan(PAGES, body=f"<html><body><p>{words}</p></body></html>")
     config = tmp_path / "c.toml"
     config.write_text("[plugins.index]\ncrawl_share = 0.01\nbatch_size = 5\n")
     args = ["crawl", site.url("/"), "-o", "a", "-c", str(config), "--delay", "0.1", "--ignore-robots"]

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import CrawlFn, Site
+
+from archiver.testing import CrawlFn, Site
 
 PLUGINS = ("links", "warc", "index")
 NOBODY = 65534

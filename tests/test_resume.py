@@ -16,9 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from archiver_plugins.warc.verify import verify_file
-from conftest import CrawlFn, Handler, Site, make_config
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.errors import ArchiveLockedError
@@ -30,6 +28,7 @@ from archiver.model import Crawl, Page
 from archiver.resume import plan_run
 from archiver.runner import run_crawl
 from archiver.status import archive_status
+from archiver.testing import CrawlFn, Site, make_config
 
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PLUGINS = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]
@@ -64,33 +63,6 @@ def captures(archive: Path) -> collections.Counter[str]:
                 if record.rec_type in ("response", "revisit"):
                     found[record.rec_headers.get_header("WARC-Target-URI")] += 1
     return found
-
-
-def build_site(site: Site, pages: int, delay: float = 0.0) -> None:
-    """`pages` pages in a loose web, plus redirects into it and a few missing pages."""
-
-    def handler(i: int) -> Handler:
-        links = {f"/p{(i * 7 + 3) % pages}", f"/p{(i + 1) % pages}", f"/p{(2 * i) % pages}"}
-        if i % 10 == 0:
-            links.add(f"/r{i}")
-        if i % 25 == 0:
-            links.add(f"/missing{i % 3}")
-        anchors = "".join(f'<a href="{link}">{link}</a> ' for link in sorted(links))
-        body = (
-            f"<html><head><title>page {i}</title></head><body><p>Page number {i}.</p>{anchors}</body></html>"
-        )
-
-        async def serve(request: web.Request) -> web.StreamResponse:
-            if delay:
-                await asyncio.sleep(delay)
-            return web.Response(text=body, content_type="text/html")
-
-        return serve
-
-    for i in range(pages):
-        site.handler(f"/p{i}", handler(i))
-        if i % 10 == 0:
-            site.redirect(f"/r{i}", f"/p{(i * 3 + 1) % pages}")
 
 
 def rewind(state: Path, in_flight: list[str], forget: Sequence[str] = ()) -> None:
@@ -159,7 +131,7 @@ async def test_two_crawls_cannot_write_one_archive(site: Site, tmp_path: Path) -
 
 
 async def test_complete_archive_does_nothing_unless_recrawl(site: Site, tmp_path: Path) -> None:
-    build_site(site, 20)
+    site.loose_web(20)
     archive = str(tmp_path / "a")
     args = ["crawl", site.url("/p0"), "-o", archive, *FAST, *PLUGINS]
     code, _, err = await run_cli(*args)
@@ -249,7 +221,7 @@ async def test_in_flight_without_a_record_is_fetched_again(site: Site, crawl_arc
 
 
 async def test_sigint_then_resume_fetches_each_page_once(site: Site, tmp_path: Path) -> None:
-    build_site(site, 120, delay=0.02)
+    site.loose_web(120, delay=0.02)
     archive = tmp_path / "a"
     args = ["crawl", site.url("/p0"), "-o", str(archive), *FAST[:-1], *PLUGINS, "--max-tasks", "2"]
     proc = await start_cli(*args)
@@ -278,7 +250,7 @@ async def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
     site: Site, tmp_path: Path, crawl_archive: CrawlFn
 ) -> None:
     pages = 300
-    build_site(site, pages, delay=0.005)
+    site.loose_web(pages, delay=0.005)
     reference = await crawl_archive(site.url("/p0"), plugins=("links", "warc"), frontier="memory")
     expected = set(captures(reference.archive))
     site.hits.clear()

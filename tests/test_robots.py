@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import CrawlFn, Site
 
 from archiver import Link, Page, hookimpl
 from archiver.errors import SeedError
@@ -23,6 +22,7 @@ from archiver.robots import (
     origin_of,
     saved_robots,
 )
+from archiver.testing import CrawlFn, Site
 
 ROBOTS: dict[str, Any] = {"robots": True, "max_tries": 2, "retry_backoff": 0.05}
 

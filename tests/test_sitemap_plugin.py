@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 from archiver_plugins import sitemap
 
-from archiver import ConfigError, Crawl, LinkKind, Page
-from archiver.config import Config, load_config
+from archiver import ConfigError, Crawl, LinkKind, Page, testing
+from archiver.config import load_config
 
 ROOT = "http://example.org/"
 
@@ -27,8 +28,7 @@ def make_page(
     return Page(url=url, status=status, headers=headers, content=content, encoding="utf-8", depth=depth)
 
 
-def make_crawl(**config: Any) -> Crawl:
-    return Crawl(config=Config(**config), archive=Path("unused"), roots=(ROOT,))
+make_crawl = functools.partial(testing.make_crawl, ROOT)
 
 
 def urls(page: Page, crawl: Crawl | None = None) -> list[str]:

@@ -1,6 +1,6 @@
 """The crawl fixtures work end to end (a first smoke test of the engine)."""
 
-from conftest import CrawlFn, Site
+from archiver.testing import CrawlFn, Site
 
 
 async def test_crawl_follows_links(site: Site, crawl_archive: CrawlFn) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CrawlFn, Site
 
 from archiver.commands.status import status_command
 from archiver.errors import ArchiverError
@@ -15,6 +14,7 @@ from archiver.frontier import Item
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 from archiver.lock import LOCK_NAME
 from archiver.status import archive_status
+from archiver.testing import CrawlFn, Site
 
 
 def status(archive: Path, *args: str) -> tuple[int, str]:

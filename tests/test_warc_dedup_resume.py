@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.warc.dedup import DB_NAME
-from conftest import CrawlFn, Site
 from warcio.archiveiterator import ArchiveIterator
+
+from archiver.testing import CrawlFn, Site
 
 
 def _record_types(archive: Path) -> dict[str, str]:

@@ -26,26 +26,17 @@ from archiver.config import Config
 from archiver.errors import ArchiveError, ConfigError
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl, Link, LinkKind, Page
+from archiver.testing import make_crawl, make_page
 
 ROOT = "http://127.0.0.1:8080/"
 
 
-def make_crawl(tmp_path: Path) -> Crawl:
-    return Crawl(config=Config(roots=(ROOT,)), archive=tmp_path, roots=(ROOT,))
-
-
 def page(path: str = "", body: bytes = b"<html>hi</html>", **fields: Any) -> Page:
-    headers = fields.pop("headers", (("Content-Type", "text/html; charset=utf-8"),))
-    return Page(
-        url=ROOT + path,
-        status=fields.pop("status", 200),
-        reason=fields.pop("reason", "OK"),
-        request_headers=(("Host", "127.0.0.1:8080"), ("User-Agent", "test")),
-        headers=headers,
-        body=body,
-        peer="127.0.0.1",
-        **fields,
-    )
+    request_headers = (("Host", "127.0.0.1:8080"), ("User-Agent", "test"))
+    fields = {"reason": "OK", "request_headers": request_headers, "peer": "127.0.0.1", **fields}
+    if "headers" in fields:
+        fields["content_type"] = None
+    return make_page(ROOT + path, body, **fields)
 
 
 async def write(
@@ -53,7 +44,7 @@ async def write(
     pages: Sequence[Page | tuple[Page, Sequence[Link]]],
     settings: WarcSettings | None = None,
 ) -> tuple[Crawl, list[Path]]:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(settings or WarcSettings())
     await writer.crawl_started(crawl=crawl)
     try:
@@ -278,7 +269,7 @@ async def test_awkward_responses_are_archived_faithfully(
 
 
 async def test_file_is_open_while_written_and_readable(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(WarcSettings())
     await writer.crawl_started(crawl=crawl)
     await writer.page_fetched(page=page(), links=[], crawl=crawl)
@@ -351,7 +342,7 @@ async def test_fetched_at_is_the_warc_date(tmp_path: Path) -> None:
 
 
 async def test_cancelled_page_still_leaves_a_whole_file(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(WarcSettings(gzip_level=9))
     await writer.crawl_started(crawl=crawl)
     pages = [page(f"p{i}", body=os.urandom(100_000)) for i in range(6)]
@@ -369,7 +360,7 @@ async def test_cancelled_page_still_leaves_a_whole_file(tmp_path: Path) -> None:
 
 
 async def test_identical_payloads_written_at_once_become_one_response(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(WarcSettings())
     await writer.crawl_started(crawl=crawl)
     same = [page(f"same{i}", body=b"<html>the same body</html>") for i in range(12)]
@@ -434,7 +425,7 @@ def _writer_processes() -> set[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 async def test_records_are_written_by_a_process_of_its_own(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(WarcSettings())
     before = _writer_processes()  # an earlier test's unfinished writer may still be there
     await writer.crawl_started(crawl=crawl)
@@ -447,7 +438,7 @@ async def test_records_are_written_by_a_process_of_its_own(tmp_path: Path) -> No
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 async def test_a_dead_writer_process_fails_the_page_instead_of_hanging(tmp_path: Path) -> None:
-    crawl = make_crawl(tmp_path)
+    crawl = make_crawl(ROOT, archive=tmp_path)
     writer = WarcWriter(WarcSettings())
     before = _writer_processes()
     await writer.crawl_started(crawl=crawl)

@@ -21,10 +21,11 @@ from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.reindex import reindex
 from archiver_plugins.web.app import make_app
 from archiver_plugins.web.replay_view import INERT_CSP, REPLAY_CSP
-from conftest import CrawlFn, Site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from yarl import URL
+
+from archiver.testing import CrawlFn, Site
 
 PLUGINS = ("links", "warc", "index")
 

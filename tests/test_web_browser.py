@@ -15,8 +15,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 from archiver_plugins.web.app import make_app
 from browser import launch_browser
-from conftest import CrawlFn, Site
 from mirror_site import png
+
+from archiver.testing import CrawlFn, Site
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

@@ -31,11 +31,12 @@ from archiver_plugins.web.app import machine_names, make_app
 from archiver_plugins.web.replay import UrlRewriter
 from archiver_plugins.web.replay import rewrite_html as replay_rewrite
 from browser import launch_browser
-from conftest import Site
 from selectolax.lexbor import LexborHTMLParser
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from yarl import URL
+
+from archiver.testing import Site
 
 ARCHIVED = "http://archived.test"
 STAMP = "20240501100000"

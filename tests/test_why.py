@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CrawlFn, Site
 
 from archiver.cli import main
 from archiver.config import load_config
 from archiver.model import LinkKind
 from archiver.robots import entry_from_body, origin_of
+from archiver.testing import CrawlFn, Site
 from archiver.why import explain
 
 

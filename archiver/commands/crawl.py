@@ -9,13 +9,10 @@ from typing import Any
 
 import click
 
+from ..api import PLUGIN_SETTINGS
 from ..config import load_config
 from ..terminal import echo
 from . import output_options, plugin_options
-
-PLUGIN_SETTINGS = "archiver.plugin_settings"
-"""Where an option a plugin adds to `crawl` (in `register_commands`) puts its value:
-``ctx.meta[PLUGIN_SETTINGS][NAME][KEY]``, which overrides ``[plugins.NAME] KEY``."""
 
 log = logging.getLogger("archiver")
 

@@ -10,7 +10,8 @@ It shows each kind of hook once:
 * ``register_commands``: add ``archiver content-types ARCHIVE`` to print that file.
 
 Install it next to archiver (``pip install -e examples/archiver-example-plugin``) and it
-runs on every crawl; ``archiver plugins`` lists it.
+runs on every crawl; ``archiver plugins`` lists it.  It imports only `archiver.api`, and its
+tests (``tests/``) only `archiver.testing`, whose fixtures pytest finds by itself.
 """
 
 from __future__ import annotations
@@ -25,13 +26,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from archiver import UsageError, hookimpl
-from archiver.settings import setting
-from archiver.stash import StashKey
+from archiver.api import StashKey, UsageError, hookimpl, setting
 
 if TYPE_CHECKING:
-    from archiver import Crawl, Link, Page
-    from archiver.config import Config
+    from archiver.api import Config, Crawl, Link, Page
 
 NAME = "content_types"
 REPORT = "content-types.json"

@@ -17,6 +17,7 @@ from typing import Any
 import click
 import pluggy
 
+from archiver.api import PLUGIN_SETTINGS
 from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
@@ -24,8 +25,6 @@ from archiver.hookspecs import hookimpl
 from .settings import BrowserSettings
 
 CAPTURE_NAME = "browser-capture"
-PLUGIN_SETTINGS = "archiver.plugin_settings"
-"""``archiver.commands.crawl.PLUGIN_SETTINGS``: the crawl command reads options of plugins there."""
 
 INSTALL_PLAYWRIGHT = "pip install 'archiver[browser]'"
 INSTALL_CHROMIUM = "apt-get install chromium"
