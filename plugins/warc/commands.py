@@ -117,6 +117,38 @@ def ls(archive: Path, as_json: bool) -> None:
         raise ArchiveError(f"{len(warcs.problems)} unreadable index lines or records (named above)")
 
 
+@click.command("changes")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="Compare the captures since TIME with the newest ones before it: a date (2026-11-01),"
+    " a date and time (2026-11-01T08:00, UTC unless a zone is given) or a duration (7d, 12h).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: crawls compared, counts, URL lists.")
+def changes(archive: Path, since: str | None, as_json: bool) -> None:
+    """Show the URLs added, changed, unchanged and removed between the last two crawls of ARCHIVE.
+
+    Unchanged: the server answered 304 Not Modified, or sent the same payload again.
+    Removed: now 404/410, or no longer reached by a crawl that finished.
+    """
+    from .changes import json_chunks, parse_since, plan, text_lines
+
+    moment = parse_since(since) if since is not None else None
+    require_archive(archive, also=("warc",))
+    with plan(archive, moment) as comparison:
+        comparison.run()
+        if as_json:
+            for chunk in json_chunks(comparison):
+                click.echo(chunk, nl=False)
+            click.echo()
+        else:
+            for line in text_lines(comparison):
+                echo(line)
+
+
 def register(cli: click.Group) -> None:
     if "warc" not in cli.commands:
         cli.add_command(warc_group)
+    if "changes" not in cli.commands:
+        cli.add_command(changes)
