@@ -105,6 +105,15 @@ async def test_server_not_modified_revisit_counts_as_unchanged(
     code, out, _err = run_changes(capsys, archive)
     assert code == 0 and "2 not reached yet (the newer crawl is unfinished)" in out
 
+    # an earlier pair of crawls, chosen by number: crawl 3's captures stay out of crawl 2's side
+    second = changes_json(capsys, archive, "--crawl", "2")
+    assert by_kind(second, base)["changed"] == {"/": "new payload", "/edited": "new payload"}
+    assert by_kind(second, base)["unchanged"] == {"/same": "identical-payload"}
+    code, out, _err = run_changes(capsys, archive, "--crawl", "1")
+    assert code == 0 and "is the first crawl" in out
+    code, out, err = run_changes(capsys, archive, "--crawl", "9")
+    assert code == 2 and err.count("\n") == 1 and "has no crawl 9 (crawls 1 to 3)" in err
+
 
 async def test_since_a_time_or_a_duration(
     site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]

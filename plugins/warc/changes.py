@@ -287,8 +287,9 @@ class Comparison:
         self.close()
 
 
-def plan(archive: Path, since: datetime | None = None) -> Comparison:
-    """Which captures to compare: the last two crawls, or before and since `since`.
+def plan(archive: Path, since: datetime | None = None, crawl: int | None = None) -> Comparison:
+    """Which captures to compare: the last two crawls (or `crawl` and the one before it),
+    or the captures before and since `since`.
 
     An archive without a history file (made before crawls were numbered) is one crawl:
     comparing needs `since`.  The newer side's "not reached" is only claimed when the
@@ -316,13 +317,22 @@ def plan(archive: Path, since: datetime | None = None) -> Comparison:
             complete,
             since,
         )
-    if len(runs) < 2:
-        whole = Span("", None, tuple(runs))
-        return Comparison(archive, history, runs, None, whole, bool(runs) and runs[-1].complete)
-    previous, last = runs[-2], runs[-1]
-    older = Span(timestamp_of(previous.started), timestamp_of(last.started), (previous,))
-    newer = Span(timestamp_of(last.started), None, (last,))
-    return Comparison(archive, history, runs, older, newer, last.complete)
+    if crawl is None:
+        position = len(runs) - 1
+    else:
+        numbers = [run.number for run in runs]
+        if crawl not in numbers:
+            known = f"crawls {numbers[0]} to {numbers[-1]}" if numbers else "no numbered crawl"
+            raise UsageError(f"{archive} has no crawl {crawl} ({known})")
+        position = numbers.index(crawl)
+    if position < 1:
+        whole = Span("", None, tuple(runs[:1]))
+        return Comparison(archive, history, runs, None, whole, bool(runs) and runs[0].complete)
+    previous, current = runs[position - 1], runs[position]
+    end = timestamp_of(runs[position + 1].started) if position + 1 < len(runs) else None
+    older = Span(timestamp_of(previous.started), timestamp_of(current.started), (previous,))
+    newer = Span(timestamp_of(current.started), end, (current,))
+    return Comparison(archive, history, runs, older, newer, current.complete)
 
 
 def run_json(run: CrawlRun) -> dict[str, Any]:
@@ -364,6 +374,8 @@ def headline(comparison: Comparison) -> str:
         )
     if not comparison.compared:
         only = f" ({describe_run(comparison.runs[0])})" if comparison.runs else ""
+        if len(comparison.runs) > 1:
+            return f"{name}: {describe_run(comparison.runs[0])} is the first crawl: nothing came before it."
         return (
             f"{missing}{name} holds one crawl{only}: nothing to compare it with yet."
             " Crawl it again (archiver crawl --recrawl), or give --since TIME to compare"

@@ -125,8 +125,14 @@ def ls(archive: Path, as_json: bool) -> None:
     help="Compare the captures since TIME with the newest ones before it: a date (2026-11-01),"
     " a date and time (2026-11-01T08:00, UTC unless a zone is given) or a duration (7d, 12h).",
 )
+@click.option(
+    "--crawl",
+    "number",
+    type=click.IntRange(min=1),
+    help="Compare crawl N with the one before it (default: the last crawl).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: crawls compared, counts, URL lists.")
-def changes(archive: Path, since: str | None, as_json: bool) -> None:
+def changes(archive: Path, since: str | None, number: int | None, as_json: bool) -> None:
     """Show the URLs added, changed, unchanged and removed between the last two crawls of ARCHIVE.
 
     Unchanged: the server answered 304 Not Modified, or sent the same payload again.
@@ -134,9 +140,11 @@ def changes(archive: Path, since: str | None, as_json: bool) -> None:
     """
     from .changes import json_chunks, parse_since, plan, text_lines
 
+    if since is not None and number is not None:
+        raise UsageError("give --since or --crawl, not both")
     moment = parse_since(since) if since is not None else None
     require_archive(archive, also=("warc",))
-    with plan(archive, moment) as comparison:
+    with plan(archive, moment, number) as comparison:
         comparison.run()
         if as_json:
             for chunk in json_chunks(comparison):
