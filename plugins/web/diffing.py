@@ -31,7 +31,7 @@ MAX_TEXT_CHARS = 100_000
 """Visible text compared per capture; the rest is cut (and the page says so)."""
 MAX_LINES = 3_000
 LINE_WIDTH = 160
-_SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True, slots=True)
