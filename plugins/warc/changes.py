@@ -262,13 +262,17 @@ class Comparison:
                 spool.write(json.dumps(change.to_json(), ensure_ascii=False) + "\n")
         return self
 
-    def changes(self, kind: Kind, limit: int | None = None) -> Iterator[Change]:
-        """The verdicts of one kind, in URL (SURT) order, read back from the spool."""
+    def json_lines(self, kind: Kind, limit: int | None = None) -> Iterator[str]:
+        """The verdicts of one kind as JSON objects (one a line), in URL (SURT) order."""
         spool = self._spools.get(kind)
         if spool is None:
             return
         spool.seek(0)
-        for line in itertools.islice(spool, limit):
+        yield from itertools.islice(spool, limit)
+
+    def changes(self, kind: Kind, limit: int | None = None) -> Iterator[Change]:
+        """The verdicts of one kind, in URL (SURT) order, read back from the spool."""
+        for line in self.json_lines(kind, limit):
             item = json.loads(line)
             url = item["url"]
             older = _capture_from_json(url, item["older"])
@@ -434,7 +438,7 @@ def json_chunks(comparison: Comparison) -> Iterator[str]:
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "urls": {'
     for position, kind in enumerate(KINDS):
         yield ("" if position == 0 else ", ") + json.dumps(kind) + ": ["
-        for index, change in enumerate(comparison.changes(kind)):
-            yield ("" if index == 0 else ", ") + json.dumps(change.to_json(), ensure_ascii=False)
+        for index, line in enumerate(comparison.json_lines(kind)):
+            yield ("" if index == 0 else ", ") + line.rstrip("\n")
         yield "]"
     yield "}}"
