@@ -18,7 +18,7 @@ import itertools
 import json
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 from archiver.errors import UsageError
 from archiver.history import CrawlRun, read_history
 
-from .capture import Capture
+from .capture import REVISIT_MIME, Capture
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc
 from .members import ReadLimits
 
@@ -117,7 +117,7 @@ def _capture_from_json(url: str, fields: dict[str, Any] | None) -> Capture | Non
         url,
         fields["timestamp"],
         fields["status"],
-        "warc/revisit" if revisit else None,
+        REVISIT_MIME if revisit else None,
         fields["digest"],
         0,
         0,
@@ -239,10 +239,9 @@ class Comparison:
     def compared(self) -> bool:
         return self.older is not None
 
-    def run(self, keep: Iterable[Kind] = KINDS) -> Comparison:
-        """Read the archive's captures and judge every URL; verdicts of `keep` kinds are spooled."""
-        kept = set(keep)
-        for kind in kept:
+    def run(self) -> Comparison:
+        """Read the archive's captures, judge every URL and spool the verdicts, one file per kind."""
+        for kind in KINDS:
             self._spools[kind] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
         if self.older is None:
             return self
@@ -257,9 +256,7 @@ class Comparison:
             if change is None:
                 continue
             self.counts[change.kind] += 1
-            spool = self._spools.get(change.kind)
-            if spool is not None:
-                spool.write(json.dumps(change.to_json(), ensure_ascii=False) + "\n")
+            self._spools[change.kind].write(json.dumps(change.to_json(), ensure_ascii=False) + "\n")
         return self
 
     def json_lines(self, kind: Kind, limit: int | None = None) -> Iterator[str]:
