@@ -190,6 +190,11 @@ def test_missing_or_foreign_archive_is_the_usual_one_line_error(
     (tmp_path / "plain").mkdir()
     code, _out, err = run_changes(capsys, tmp_path / "plain")
     assert code == 2 and "is not an archive" in err and err.count("\n") == 1
+    unreadable = tmp_path / "unreadable"
+    (unreadable / "warc").mkdir(parents=True)
+    (unreadable / HISTORY_NAME).mkdir()  # a history that cannot be read as a file
+    code, _out, err = run_changes(capsys, unreadable)
+    assert code == 1 and f"cannot read {unreadable}" in err and err.count("\n") == 1
 
 
 async def test_hostile_urls_are_escaped_in_text_and_exact_in_json(

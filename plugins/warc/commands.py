@@ -144,8 +144,11 @@ def changes(archive: Path, since: str | None, number: int | None, as_json: bool)
         raise UsageError("give --since or --crawl, not both")
     moment = parse_since(since) if since is not None else None
     require_archive(archive, also=("warc",))
-    with plan(archive, moment, number) as comparison:
-        comparison.run()
+    try:
+        comparison = plan(archive, moment, number).run()
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {archive}: {exc.strerror or exc}") from None
+    with comparison:
         if as_json:
             for chunk in json_chunks(comparison):
                 click.echo(chunk, nl=False)
