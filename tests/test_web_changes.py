@@ -123,6 +123,17 @@ async def test_changes_view_per_crawl(site: Site, tmp_path: Path) -> None:
         edited = next(html.unescape(link) for link in diff_links if quote(base + "/edited", safe="") in link)
         assert "The second draft." in await page_of(client, edited)
 
+        status = await page_of(client, "/status")
+        crawls = re.search(r'<table class="list crawls">(.*?)</table>', status, re.S)
+        assert crawls is not None
+        cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows(crawls.group(1))[1:]]
+        assert [(c[0], c[1], c[4]) for c in cells] == [
+            ("3", "update", "incomplete"),
+            ("2", "recrawl", "complete"),
+            ("1", "crawl", "complete"),
+        ]
+        assert 'href="/changes?archive=a&amp;crawl=3">changes</a>' in crawls.group(1)
+
         assert "is the first crawl" in await page_of(client, "/changes?crawl=1")
         await page_of(client, "/changes?crawl=7", status=404)
         await page_of(client, "/changes?archive=elsewhere", status=404)
