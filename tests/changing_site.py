@@ -68,26 +68,38 @@ async def crawl_twice(site: Site, archive: Path) -> None:
     await crawl(site, archive, "--recrawl")
 
 
-def _stored_date(archive: Path, url: str) -> str:
-    """The WARC-Date of the newest full response for `url` (what a 304 revisit refers to)."""
-    best = ""
+def _stored(archive: Path, url: str) -> tuple[str, str]:
+    """WARC-Date and payload digest of the newest full response for `url` (what a 304 refers to)."""
+    best = None
     for path in sorted((archive / "warc").glob("*.warc.gz")):
         for capture in index_warc(path):
-            if capture.url == url and not capture.is_revisit and capture.timestamp > best:
-                best = capture.timestamp
-    assert best, url
-    moment = datetime.strptime(best, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-    return str(datetime_to_iso_date(moment))
+            if (
+                capture.url == url
+                and not capture.is_revisit
+                and (best is None or capture.timestamp > best.timestamp)
+            ):
+                best = capture
+    assert best is not None and best.digest, url
+    moment = datetime.strptime(best.timestamp, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    return str(datetime_to_iso_date(moment)), best.digest
 
 
 def add_not_modified_crawl(
-    archive: Path, base: str, edited: str, extra_urls: tuple[str, ...] = (), *, complete: bool = False
+    archive: Path,
+    base: str,
+    edited: str,
+    extra_urls: tuple[str, ...] = (),
+    *,
+    complete: bool = False,
+    digest: bool = True,
 ) -> Path:
     """Crawl 3 as an update writes it: `/same` answered 304, `/edited` a new body.
 
     `extra_urls` get a fresh response each (hostile URLs for the escaping tests).  The
     crawl is recorded as finished, `complete` or not (then the pages it did not reach
-    are not claimed to be gone).
+    are not claimed to be gone).  The revisit carries the stored capture's payload digest, as
+    `crawl --update` writes it; without `digest` (as other tools may write it) a reader
+    has only its ``WARC-Refers-To-*`` headers to find the body.
     Returns the WARC file written, indexed beside it as the warc plugin does.
     """
     moment = datetime.now(UTC)
@@ -98,17 +110,16 @@ def add_not_modified_crawl(
         writer = WARCWriter(handle, gzip=True, warc_version="WARC/1.1")
         same = base + "/same"
         head = StatusAndHeaders("304 Not Modified", [("ETag", '"v1"')], protocol="HTTP/1.1")
-        revisit = writer.create_warc_record(
-            same,
-            "revisit",
-            http_headers=head,
-            warc_headers_dict={
-                "WARC-Date": warc_date,
-                "WARC-Profile": NOT_MODIFIED,
-                "WARC-Refers-To-Target-URI": same,
-                "WARC-Refers-To-Date": _stored_date(archive, same),
-            },
-        )
+        stored_date, stored_digest = _stored(archive, same)
+        fields = {
+            "WARC-Date": warc_date,
+            "WARC-Profile": NOT_MODIFIED,
+            "WARC-Refers-To-Target-URI": same,
+            "WARC-Refers-To-Date": stored_date,
+        }
+        if digest:
+            fields["WARC-Payload-Digest"] = stored_digest
+        revisit = writer.create_warc_record(same, "revisit", http_headers=head, warc_headers_dict=fields)
         writer.write_record(revisit)
         for url, body in ((base + "/edited", edited), *((u, "<p>hostile</p>") for u in extra_urls)):
             data = body.encode()

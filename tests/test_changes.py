@@ -100,6 +100,7 @@ async def test_server_not_modified_revisit_counts_as_unchanged(
     }
     same = next(item for item in report["urls"]["unchanged"])
     assert same["newer"]["kind"] == "server-not-modified" and same["newer"]["status"] == 304
+    assert same["newer"]["digest"] == same["older"]["digest"] is not None
     assert same["older"]["kind"] == "identical-payload"
 
     code, out, _err = run_changes(capsys, archive)

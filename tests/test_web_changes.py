@@ -80,6 +80,22 @@ async def test_captures_list_kinds_and_choose_two_to_compare(site: Site, tmp_pat
         assert body.count("text of the capture of") == 2
 
 
+async def test_a_not_modified_revisit_without_digest_is_read_through_refers_to(
+    site: Site, tmp_path: Path
+) -> None:
+    archive = tmp_path / "a"
+    await crawl_twice(site, archive)
+    await next_second()
+    base = site.url("")
+    add_not_modified_crawl(archive, base, "<p>x</p>", digest=False)
+    async with serving([archive]) as client:
+        history = await page_of(client, "/history?url=" + quote(base + "/same", safe=""))
+        newest, _middle, oldest = re.findall(r'name="a" value="([0-9]{14})"', history)
+        body = await page_of(client, diff_path(base + "/same", oldest, newest))
+        assert "The visible text of the two captures is the same." in body
+        assert f'text of the capture of <a href="/replay/{oldest}/' in body
+
+
 async def test_unified_and_side_by_side_diff(site: Site, tmp_path: Path) -> None:
     archive = tmp_path / "a"
     base = await three_crawls(site, archive)

@@ -80,6 +80,8 @@ def stored_body(handle: ArchiveHandle, capture: Capture) -> tuple[StoredResponse
     """The stored response of `capture`, a revisit's with the body it refers to."""
     try:
         stored = handle.read(capture)
+        if stored.status == 304 and stored.revisit_of is not None:
+            return handle.read(stored.revisit_of), stored.revisit_of  # a 304's headers say no type
         return stored, stored.revisit_of
     except ArchiveError:
         if not capture.is_revisit:
