@@ -1,4 +1,4 @@
-"""``archiver warc check`` and ``archiver warc ls``, added through `register_commands`."""
+"""``archiver warc check``, ``archiver warc ls`` and ``archiver changes``, added through `register_commands`."""
 
 from __future__ import annotations
 
@@ -129,6 +129,7 @@ def ls(archive: Path, as_json: bool) -> None:
     "--crawl",
     "number",
     type=click.IntRange(min=1),
+    metavar="N",
     help="Compare crawl N with the one before it (default: the last crawl).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: crawls compared, counts, URL lists.")
