@@ -1,4 +1,4 @@
-"""``archiver warc check``, ``archiver warc ls`` and ``archiver changes``, added through `register_commands`."""
+"""``archiver warc check``, ``warc ls`` and ``archiver changes``, added through `register_commands`."""
 
 from __future__ import annotations
 
