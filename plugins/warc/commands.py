@@ -139,7 +139,8 @@ def changes(archive: Path, since: str | None, number: int | None, as_json: bool)
     Unchanged: the server answered 304 Not Modified, or sent the same payload again.
     Removed: now 404/410, or no longer reached by a crawl that finished.
     """
-    from .changes import json_chunks, parse_since, plan, text_lines
+    from .changes import parse_since, plan
+    from .changes_report import json_chunks, text_lines
 
     if since is not None and number is not None:
         raise UsageError("give --since or --crawl, not both")

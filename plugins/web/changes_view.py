@@ -11,7 +11,8 @@ from aiohttp import web
 
 from archiver.errors import UsageError
 
-from ..warc.changes import KINDS, Change, Comparison, Kind, capture_kind, count_line, describe_run, plan
+from ..warc.changes import KINDS, Change, Comparison, Kind, capture_kind, plan
+from ..warc.changes_report import count_line, describe_run
 from .diffing import CaptureText, capture_text, side_by_side, unified
 from .library import ArchiveHandle, Found, site_of
 from .render import LIBRARY, render
