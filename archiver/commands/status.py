@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from ..archive import require_archive
+from ..history import read_history
+from ..history_lines import history_json, history_lines
 from ..manager import Hooks, make_plugin_manager
 from ..status import (
     COMPLETE,
@@ -56,9 +58,11 @@ def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     """
     status = archive_status(require_archive(archive))
     status.plugins = Hooks(make_plugin_manager()).archive_status(archive, status)
+    runs = read_history(archive) if archive.is_dir() else []
     if as_json:
-        click.echo(json.dumps(status.to_json(), indent=2, default=str))
+        found = {**status.to_json(), "crawls": history_json(runs, status.state == RUNNING)}
+        click.echo(json.dumps(found, indent=2, default=str))
     elif quiet:
         click.echo(status.state)
     else:
-        echo(_describe(status))
+        echo("\n".join([_describe(status), *history_lines(runs, status.state == RUNNING)]))

@@ -1,4 +1,4 @@
-"""``archiver warc check`` and ``archiver warc ls``, added through `register_commands`."""
+"""``archiver warc check``, ``warc ls`` and ``archiver changes``, added through `register_commands`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import click
 
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
-from archiver.terminal import printable
+from archiver.terminal import echo, printable
 
 # The reader and the verifier are imported when a command runs: building the command line
 # must not load warcio and the decoders.
@@ -117,6 +117,51 @@ def ls(archive: Path, as_json: bool) -> None:
         raise ArchiveError(f"{len(warcs.problems)} unreadable index lines or records (named above)")
 
 
+@click.command("changes")
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="Compare the captures since TIME with the newest ones before it: a date (2026-11-01),"
+    " a date and time (2026-11-01T08:00, UTC unless a zone is given) or a duration (7d, 12h).",
+)
+@click.option(
+    "--crawl",
+    "number",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Compare crawl N with the one before it (default: the last crawl).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: crawls compared, counts, URL lists.")
+def changes(archive: Path, since: str | None, number: int | None, as_json: bool) -> None:
+    """Show the URLs added, changed, unchanged and removed between the last two crawls of ARCHIVE.
+
+    Unchanged: the server answered 304 Not Modified, or sent the same payload again.
+    Removed: now 404/410, or no longer reached by a crawl that finished.
+    """
+    from .changes import parse_since, plan
+    from .changes_report import json_chunks, text_lines
+
+    if since is not None and number is not None:
+        raise UsageError("give --since or --crawl, not both")
+    moment = parse_since(since) if since is not None else None
+    require_archive(archive, also=("warc",))
+    try:
+        comparison = plan(archive, moment, number).run()
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {archive}: {exc.strerror or exc}") from None
+    with comparison:
+        if as_json:
+            for chunk in json_chunks(comparison):
+                click.echo(chunk, nl=False)
+            click.echo()
+        else:
+            for line in text_lines(comparison):
+                echo(line)
+
+
 def register(cli: click.Group) -> None:
     if "warc" not in cli.commands:
         cli.add_command(warc_group)
+    if "changes" not in cli.commands:
+        cli.add_command(changes)

@@ -1,6 +1,6 @@
 """The aiohttp application behind ``archiver serve``: routes, error pages, security headers.
 
-Two kinds of response leave this server.  UI pages (search, browse, history, status)
+Two kinds of response leave this server.  UI pages (search, browse, history, diff, changes, status)
 carry `UI_CSP`, which allows no script at all.  Archived content under ``/replay/``
 carries the replay policy (see `replay_view`).  A request whose Host is not a name of
 this server is refused (421), so a web page elsewhere cannot reach the archive through
@@ -24,6 +24,7 @@ from aiohttp import web
 
 from archiver.errors import ArchiveError
 
+from .changes_view import changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
 from .render import (
     CORS_ORIGINS,
@@ -175,6 +176,8 @@ def make_app(
     app.router.add_get("/search", search_page)
     app.router.add_get("/browse", browse_page)
     app.router.add_get("/history", history_page)
+    app.router.add_get("/diff", diff_page)
+    app.router.add_get("/changes", changes_page)
     app.router.add_get("/status", status_page)
     app.router.add_get("/replay/{tail:.*}", replay)
     app.router.add_route("OPTIONS", "/replay/{tail:.*}", replay_preflight)

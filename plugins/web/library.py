@@ -142,6 +142,11 @@ class ArchiveHandle:
                     log.warning("%s", problem)
         return self._reader
 
+    def reader(self) -> WarcArchive | None:
+        """The archive's reader, its index fresh (None before the first WARC file)."""
+        with self._lock:
+            return self._fresh()
+
     def captures(self, url: str) -> list[Capture]:
         with self._lock:
             reader = self._fresh()

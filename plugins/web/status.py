@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from archiver.crawllog import status_class
+from archiver.history import HISTORY_NAME, read_history
+from archiver.history_lines import history_json
 
 LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
@@ -87,6 +89,8 @@ class CrawlStatus:
     frontier: dict[str, int] | None
     report: dict[str, Any] | None
     problems: list[str]
+    crawls: list[dict[str, Any]] = field(default_factory=list)
+    """The archive's numbered crawls (`archiver.history_lines.history_json`), oldest first."""
 
 
 def _running(folder: Path) -> tuple[bool, str | None]:
@@ -129,4 +133,9 @@ def crawl_status(name: str, folder: Path, follower: LogFollower | None) -> Crawl
         frontier = _frontier(folder, running)
     except Exception as exc:  # a state file being written or from another version
         problems.append(f"{STATE_NAME}: {exc}")
-    return CrawlStatus(name, running, holder, follower, frontier, report, problems)
+    crawls: list[dict[str, Any]] = []
+    try:
+        crawls = history_json(read_history(folder), running)
+    except OSError as exc:
+        problems.append(f"{HISTORY_NAME}: {exc}")
+    return CrawlStatus(name, running, holder, follower, frontier, report, problems, crawls)

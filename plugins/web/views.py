@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
 from .render import FOLLOWERS, LIBRARY, link_url, render
 from .replay import replay_path
@@ -172,7 +173,14 @@ async def history_page(request: web.Request) -> web.Response:
     found = await asyncio.to_thread(request.app[LIBRARY].history, url)
     status = 200 if found else 404
     return render(
-        request, "history.html", status=status, section="browse", url=url, site=site_of(url), found=found
+        request,
+        "history.html",
+        status=status,
+        section="browse",
+        url=url,
+        site=site_of(url),
+        found=found,
+        kind_of=describe_capture,
     )
 
 
