@@ -19,9 +19,9 @@ from archiver.config import check_number
 from archiver.model import HTML_TYPES, XML_TYPES
 
 from .collector import LinkCollector
-from .css import css_links
 from .nesting import exceeds_budget
 from .resolve import Resolver
+from .rules import css_links
 from .tokens import tokenized_links
 from .xml import xml_links
 

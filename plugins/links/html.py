@@ -5,15 +5,12 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from .collector import LinkCollector
-from .css import css_links
-from .rules import element_links
+from .grammar import ELEMENTS
+from .rules import css_links, element_links
 
-# One query for every element a rule may look at; lexbor returns them in document order.
+# One query for every element the grammar looks at; lexbor returns them in document order.
 # Plain tag names are cheaper for lexbor to match than attribute conditions.
-SELECTOR = (
-    "a, area, iframe, frame, img, source, script[src], video, audio, track, object, embed, "
-    "input[src], link, meta[http-equiv], style, [style], [background]"
-)
+SELECTOR = ", ".join(sorted({name.lower() for name in ELEMENTS} | {"style", "[style]"}))
 
 
 def parsed_links(text: str, out: LinkCollector) -> None:
