@@ -86,6 +86,7 @@ PARAM_URLS = frozenset({"movie", "src", "url", "filename"})
 _STYLE: tuple[Slot, ...] = (("style", CSS, REQUISITE),)
 _REFRESH_SLOT: tuple[Slot, ...] = (("content", REFRESH, PAGE),)
 _PARAM_SLOT: tuple[Slot, ...] = (("value", URL, REQUISITE),)
+_DEPENDENT = frozenset({"link", "meta", "param"})
 
 
 def link_kind(rel: str | None) -> LinkKind | None:
@@ -100,13 +101,14 @@ def link_kind(rel: str | None) -> LinkKind | None:
 def slots(tag: str, attributes: Mapping[str, str | None]) -> tuple[Slot, ...]:
     """The slots of one element: which of its attributes hold URLs, how, and of what kind."""
     found = ATTRIBUTES.get(tag, ())
-    if tag == "link":
-        found = (("href", URL, link_kind(attributes.get("rel"))), *found)
-    elif tag == "meta":
-        if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
-            found = _REFRESH_SLOT
-    elif tag == "param" and (attributes.get("name") or "").strip().lower() in PARAM_URLS:
-        found = _PARAM_SLOT
+    if tag in _DEPENDENT:
+        if tag == "link":
+            found = (("href", URL, link_kind(attributes.get("rel"))), *found)
+        elif tag == "meta":
+            if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
+                found = _REFRESH_SLOT
+        elif (attributes.get("name") or "").strip().lower() in PARAM_URLS:
+            found = _PARAM_SLOT
     if "style" in attributes:
         found += _STYLE
     return found
@@ -198,12 +200,19 @@ def _string(name: str) -> str:
     )
 
 
+# Each match first skips, in C, what holds no reference: runs of ordinary characters,
+# escapes, comments, strings (but the one after ``@import``) and a `u` inside a word.  Then
+# it reads one reference, so the Python loop runs once per URL and no character is read twice.
+_SKIP = (
+    r"""(?:[^/@u"'\\]++|\\.|/\*.*?(?:\*/|\Z)|/(?!\*)|@(?!import(?![\w-]))|(?<=[\w-])u|u(?!rl\()"""
+    r"""|"(?:[^"\\\n]++|\\.)*+"?|'(?:[^'\\\n]++|\\.)*+'?)*+"""
+)
 _CSS_TOKEN = re.compile(
-    r"/\*.*?(?:\*/|\Z)"
-    rf"|(?P<import>@import(?![\w-]){_W}*+)?(?<![\w-])url\({_W}*+(?:{_string('u')}"
+    _SKIP + rf"(?:(?P<import>@import(?![\w-]){_W}*+)?url\({_W}*+(?:{_string('u')}"
     rf"""|(?P<bare>(?:[^ \t\n\r\f"'()\\]++|\\(?:[0-9a-fA-F]{{1,6}}{_W}?|[^\n]))*+){_W}*+(?:\)|\Z)"""
     r"|(?:[^)\\]++|\\.)*+\)?)"  # the rest of a bad URL, which stands for nothing
-    rf"|(?P<simport>@import(?![\w-]){_W}*+)?{_string('s')}",
+    rf"|@import(?![\w-]){_W}*+{_string('s')}"
+    r"|@import|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
 _ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\\(.)", re.DOTALL)
@@ -227,7 +236,7 @@ def _unescape(text: str) -> str:
             return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
         return "" if match.group(2) == "\n" else match.group(2)
 
-    return _ESCAPE.sub(one, text) if "\\" in text else text
+    return _ESCAPE.sub(one, text)
 
 
 def css_references(text: str, *, imports: bool = True) -> Iterator[CssReference]:
@@ -236,34 +245,27 @@ def css_references(text: str, *, imports: bool = True) -> Iterator[CssReference]
     `imports=False` for a ``style`` attribute, where ``@import`` means nothing.
     """
     for match in _CSS_TOKEN.finditer(text):
-        bare = match.group("bare")
-        if bare is not None:
-            start, end = match.span("bare")
-            found = (start, end, bare, match.group("import") is not None, "")
+        bare, udouble, usingle, sdouble, ssingle = match.group("bare", "ud", "us", "sd", "ss")
+        if bare:
+            group, imported = "bare", match.group("import") is not None
+        elif udouble is not None or usingle is not None:
+            group, imported = "ud" if udouble is not None else "us", match.group("import") is not None
+            if match.group("uend") is None:
+                continue  # a bad string
+        elif sdouble or ssingle:
+            group, imported = "sd" if sdouble else "ss", True
+            if match.group("send") is None:
+                continue
         else:
-            quoted = _quoted_reference(match)
-            if quoted is None:
-                continue
-            found = quoted
-        start, end, raw, imported, quote = found
-        if not raw or (imported and not imports):
+            continue  # a bad URL, an empty one, the end
+        if imported and not imports:
             continue
-        url = _unescape(raw)
-        if url:
-            yield CssReference(start, end, url, IMPORT if imported else REQUISITE, quote)
-
-
-def _quoted_reference(match: re.Match[str]) -> tuple[int, int, str, bool, str] | None:
-    """The string of a ``url("...")`` or an ``@import "..."``; None for any other token."""
-    imports = (("u", match.group("import") is not None), ("s", match.group("simport") is not None))
-    for prefix, imported in imports:
-        for group in (prefix + "d", prefix + "s"):
-            raw = match.group(group)
-            if raw is None:
-                continue
-            if match.group(prefix + "end") is None or (prefix == "s" and not imported):
-                return None  # a bad string, or a string that is no URL
-            start, end = match.span(group)
-            closed = match.end(prefix + "end") > end
-            return start - 1, end + closed, raw, imported, match.string[start - 1]
-    return None
+        start, end = match.span(group)
+        raw = text[start:end]
+        url = _unescape(raw) if "\\" in raw else raw
+        if not url:
+            continue
+        quote = "" if group == "bare" else text[start - 1]
+        if quote:  # the span covers the quotes (the closing one is missing at the end of the text)
+            start, end = start - 1, end + (text[end : end + 1] == quote)
+        yield CssReference(start, end, url, IMPORT if imported else REQUISITE, quote)

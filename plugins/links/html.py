@@ -5,12 +5,21 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from .collector import LinkCollector
-from .grammar import ELEMENTS
+from .grammar import ATTRIBUTES
 from .rules import css_links, element_links
 
-# One query for every element the grammar looks at; lexbor returns them in document order.
-# Plain tag names are cheaper for lexbor to match than attribute conditions.
-SELECTOR = ", ".join(sorted({name.lower() for name in ELEMENTS} | {"style", "[style]"}))
+# One query for every element that may hold a URL to fetch; lexbor returns them in document
+# order.  Each name costs lexbor a test per element: the many that hold only `background`
+# are asked for by that attribute, and those that hold only URLs never fetched are left out.
+_ONLY_BACKGROUND = ATTRIBUTES["body"]
+_FETCHED = {
+    name.lower()
+    for name, slots in ATTRIBUTES.items()
+    if slots != _ONLY_BACKGROUND and any(kind is not None for _, _, kind in slots)
+}
+SELECTOR = ", ".join(
+    [*sorted(_FETCHED | {"link", "style"}), "meta[http-equiv]", "param[name]", "[background]", "[style]"]
+)
 
 
 def parsed_links(text: str, out: LinkCollector) -> None:

@@ -15,8 +15,10 @@ from .grammar import CSS, REFRESH, SRCSET, URL, css_references, refresh_url, slo
 def element_links(tag: str, attributes: Mapping[str, str | None], out: LinkCollector) -> None:
     """Add the links held by one element's attributes (not its text)."""
     for name, syntax, kind in slots(tag, attributes):
+        if kind is None:
+            continue
         value = attributes.get(name)
-        if not value or kind is None:
+        if not value:
             continue
         if syntax is URL:
             out.add(value, kind)
