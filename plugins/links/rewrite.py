@@ -24,7 +24,7 @@ from archiver import LinkKind
 from .grammar import CSS, ELEMENTS, REFRESH, SRCSET, css_references, refresh_span, slots, srcset_spans
 from .markup import Attribute, Tag, scan_tags
 
-__all__ = ["Edits", "MapUrl", "Rewriting", "document_base", "quote_attribute", "rewrite_css", "rewrite_html"]
+__all__ = ["Edits", "MapUrl", "Rewriting", "document_base", "html_edits", "quote_attribute", "rewrite_css"]
 
 _WS = "\t\n\f\r "
 
@@ -152,7 +152,7 @@ def _rewrite_value(syntax: str, value: str, base: str, link: MapUrl, kind: LinkK
     return edits.apply(value)
 
 
-def rewrite_html(text: str, url: str, rewriting: Rewriting, also: frozenset[str] = frozenset()) -> Edits:
+def html_edits(text: str, url: str, rewriting: Rewriting, also: frozenset[str] = frozenset()) -> Edits:
     """The edits that map every link of the HTML document `text` (found at `url`).
 
     `rewriting.tag_done` sees every tag that holds a link and those named in `also`.

@@ -102,7 +102,7 @@ def rewrite_html(
     declare one itself: a file opened from disk has no Content-Type header to say it.
     """
     export = _Export(links, mark_missing)
-    edits = rewrite.rewrite_html(text, url, export, also=frozenset({"head", "html"}))
+    edits = rewrite.html_edits(text, url, export, also=frozenset({"head", "html"}))
     if charset and not _CHARSET_META.search(text):
         edits.insert(export.charset_position(text), f'<meta charset="{charset}">')
     return disarm_refreshes(edits.apply(text), _stays_local)

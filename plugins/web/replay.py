@@ -146,7 +146,7 @@ def rewrite_html(text: str, urls: UrlRewriter, banner: str = "", preamble: str =
     every other byte stays as archived, and the tags are found as a browser finds them.
     """
     replay = _Replay(urls)
-    edits = rewrite.rewrite_html(text, urls.base, replay, also=frozenset({"head", "html", "body"}))
+    edits = rewrite.html_edits(text, urls.base, replay, also=frozenset({"head", "html", "body"}))
     if preamble:
         doctype = _DOCTYPE.match(text)
         at = replay.ends.get("head", replay.ends.get("html", doctype.end() if doctype else 0))
