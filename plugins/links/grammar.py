@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple
 
 from archiver import LinkKind
 
@@ -57,10 +56,7 @@ ATTRIBUTES: dict[str, tuple[Slot, ...]] = {
     "input": (("src", URL, REQUISITE), ("formaction", URL, None)),
     "button": (("formaction", URL, None),),
     "form": (("action", URL, None),),
-    "image": _SVG_HREF,
-    "use": _SVG_HREF,
-    "feimage": _SVG_HREF,
-    "feImage": _SVG_HREF,  # as lexbor names it
+    **dict.fromkeys(("image", "use", "feimage", "feImage"), _SVG_HREF),  # feImage: as lexbor names it
     **dict.fromkeys(("body", "table", "thead", "tbody", "tfoot", "tr", "td", "th"), _BACKGROUND),
     **dict.fromkeys(("blockquote", "q", "ins", "del"), _CITE),
     "link": (("imagesrcset", SRCSET, REQUISITE),),
@@ -70,6 +66,8 @@ ATTRIBUTES: dict[str, tuple[Slot, ...]] = {
 """Element -> the slots it always has; `slots` adds those that depend on other attributes."""
 
 ELEMENTS = frozenset(ATTRIBUTES)
+SVG_ELEMENTS = frozenset({"image", "use", "feimage"})
+"""The elements above that exist only inside ``<svg>``."""
 
 # `<link rel>` tokens naming something the page needs to render.
 REQUISITE_RELS = frozenset(
@@ -218,15 +216,9 @@ _CSS_TOKEN = re.compile(
 _ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\\(.)", re.DOTALL)
 
 
-class CssReference(NamedTuple):
-    start: int
-    end: int
-    """The URL as written, with its quotes."""
-    url: str
-    """Its escapes decoded."""
-    kind: LinkKind
-    quote: str
-    """The quote it was written with, or "" for an unquoted ``url()``."""
+CssReference = tuple[int, int, str, LinkKind, str]
+"""(start, end, url, kind, quote): the URL as written spans text[start:end] with its quotes
+(`quote` is "" for an unquoted ``url()``); `url` has its escapes decoded."""
 
 
 def _unescape(text: str) -> str:
@@ -245,27 +237,27 @@ def css_references(text: str, *, imports: bool = True) -> Iterator[CssReference]
     `imports=False` for a ``style`` attribute, where ``@import`` means nothing.
     """
     for match in _CSS_TOKEN.finditer(text):
-        bare, udouble, usingle, sdouble, ssingle = match.group("bare", "ud", "us", "sd", "ss")
-        if bare:
-            group, imported = "bare", match.group("import") is not None
-        elif udouble is not None or usingle is not None:
-            group, imported = "ud" if udouble is not None else "us", match.group("import") is not None
-            if match.group("uend") is None:
-                continue  # a bad string
-        elif sdouble or ssingle:
-            group, imported = "sd" if sdouble else "ss", True
-            if match.group("send") is None:
-                continue
+        last = match.lastgroup  # the group that closed last tells the token
+        if last == "bare":
+            imported = match.group("import") is not None
+        elif last == "uend":
+            last = "ud" if match.group("ud") is not None else "us"
+            imported = match.group("import") is not None
+        elif last == "send":
+            last = "sd" if match.group("sd") is not None else "ss"
+            imported = True
         else:
-            continue  # a bad URL, an empty one, the end
+            continue  # a bad URL or string, a bare @import, the end
         if imported and not imports:
             continue
-        start, end = match.span(group)
+        start, end = match.span(last)
         raw = text[start:end]
         url = _unescape(raw) if "\\" in raw else raw
         if not url:
             continue
-        quote = "" if group == "bare" else text[start - 1]
-        if quote:  # the span covers the quotes (the closing one is missing at the end of the text)
-            start, end = start - 1, end + (text[end : end + 1] == quote)
-        yield CssReference(start, end, url, IMPORT if imported else REQUISITE, quote)
+        kind = IMPORT if imported else REQUISITE
+        if last == "bare":
+            yield start, end, url, kind, ""
+        else:  # the span covers the quotes (the closing one is missing at the end of the text)
+            quote = text[start - 1]
+            yield start - 1, end + (text[end : end + 1] == quote), url, kind, quote

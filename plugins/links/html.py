@@ -5,21 +5,22 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from .collector import LinkCollector
-from .grammar import ATTRIBUTES
+from .grammar import ATTRIBUTES, SVG_ELEMENTS
 from .rules import css_links, element_links
 
 # One query for every element that may hold a URL to fetch; lexbor returns them in document
 # order.  Each name costs lexbor a test per element: the many that hold only `background`
-# are asked for by that attribute, and those that hold only URLs never fetched are left out.
+# are asked for by that attribute, those that hold only URLs never fetched are left out,
+# and SVG's only when the document has SVG.
 _ONLY_BACKGROUND = ATTRIBUTES["body"]
 _FETCHED = {
     name.lower()
     for name, slots in ATTRIBUTES.items()
     if slots != _ONLY_BACKGROUND and any(kind is not None for _, _, kind in slots)
 }
-SELECTOR = ", ".join(
-    [*sorted(_FETCHED | {"link", "style"}), "meta[http-equiv]", "param[name]", "[background]", "[style]"]
-)
+_NAMES = sorted(_FETCHED - SVG_ELEMENTS | {"link", "meta", "param", "style"})
+SELECTOR = ", ".join([*_NAMES, "[background]", "[style]"])
+SVG_SELECTOR = ", ".join([SELECTOR, *sorted(SVG_ELEMENTS)])
 
 
 def parsed_links(text: str, out: LinkCollector) -> None:
@@ -31,7 +32,7 @@ def parsed_links(text: str, out: LinkCollector) -> None:
         href = base.attributes.get("href")
         if href:
             out.rebase(href)
-    for node in tree.css(SELECTOR):
+    for node in tree.css(SVG_SELECTOR if tree.tags("svg") else SELECTOR):
         tag = node.tag
         if tag == "style":
             css = node.text()

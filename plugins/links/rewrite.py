@@ -126,10 +126,10 @@ def rewrite_css(text: str, base: str, link: MapUrl, *, imports: bool = True, tag
     if "url(" not in lowered and "@import" not in lowered:
         return text
     edits = Edits()
-    for reference in css_references(text, imports=imports):
-        new = link(reference.url, base, reference.kind, tag)
-        if new is not None and new != reference.url:
-            edits.replace(reference.start, reference.end, _quote_css(new, reference.quote or '"'))
+    for start, end, url, kind, quote in css_references(text, imports=imports):
+        new = link(url, base, kind, tag)
+        if new is not None and new != url:
+            edits.replace(start, end, _quote_css(new, quote or '"'))
     return edits.apply(text)
 
 

@@ -36,7 +36,7 @@ def element_links(tag: str, attributes: Mapping[str, str | None], out: LinkColle
 
 def css_links(text: str, out: LinkCollector, *, imports: bool = True) -> None:
     """Add the links of a stylesheet or a `style` attribute (`imports=False`: no @import there)."""
-    for reference in css_references(text, imports=imports):
-        out.add(reference.url, reference.kind)
+    for _, _, url, kind, _ in css_references(text, imports=imports):
+        out.add(url, kind)
         if out.overflow:
             return
