@@ -11,16 +11,18 @@ from .rules import css_links, element_links
 # One query for every element that may hold a URL to fetch; lexbor returns them in document
 # order.  Each name costs lexbor a test per element: the many that hold only `background`
 # are asked for by that attribute, those that hold only URLs never fetched are left out,
-# and SVG's only when the document has SVG.
+# a few common ones are asked for only with the attribute that matters, and SVG's only
+# when the document has SVG (where a script may have an `href` instead of a `src`).
 _ONLY_BACKGROUND = ATTRIBUTES["body"]
 _FETCHED = {
     name.lower()
     for name, slots in ATTRIBUTES.items()
     if slots != _ONLY_BACKGROUND and any(kind is not None for _, _, kind in slots)
 }
+_CONDITIONS = {"input": "[src]", "meta": "[http-equiv]", "param": "[name]", "script": "[src]"}
 _NAMES = sorted(_FETCHED - SVG_ELEMENTS | {"link", "meta", "param", "style"})
-SELECTOR = ", ".join([*_NAMES, "[background]", "[style]"])
-SVG_SELECTOR = ", ".join([SELECTOR, *sorted(SVG_ELEMENTS)])
+SELECTOR = ", ".join([*(name + _CONDITIONS.get(name, "") for name in _NAMES), "[background]", "[style]"])
+SVG_SELECTOR = ", ".join([SELECTOR, "script", *sorted(SVG_ELEMENTS)])
 
 
 def parsed_links(text: str, out: LinkCollector) -> None:
