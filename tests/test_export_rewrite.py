@@ -5,10 +5,9 @@ from __future__ import annotations
 from urllib.parse import urljoin
 
 import pytest
-from archiver_plugins.mirror.css import rewrite_css
-from archiver_plugins.mirror.html import rewrite_html
+from archiver_plugins.links.grammar import srcset_spans
+from archiver_plugins.mirror.html import rewrite_css, rewrite_html
 from archiver_plugins.mirror.mapping import Mapped
-from archiver_plugins.mirror.srcset import rewrite_refresh, rewrite_srcset, srcset_spans
 
 BASE = "http://h.test/dir/page.html"
 
@@ -85,7 +84,7 @@ def test_every_url_attribute_kind() -> None:
     for expected in (
         '<link rel="stylesheet" href="L:dir/s.css"  >',
         '<link rel="canonical" href="L:canon">',
-        'src="L:dir/a.png" srcset="L:dir/a.png 1x, L:dir/b%2Cc.png 2x" lowsrc="L:dir/low.png"',
+        'src="L:dir/a.png" srcset="L:dir/a.png 1x, L:dir/b,c.png 2x" lowsrc="L:dir/low.png"',
         'srcset="L:dir/w.webp 100w, L:dir/w2.webp 200w"',
         'poster="L:dir/p.jpg" src="L:dir/v.mp4"',
         '<track src="L:dir/t.vtt">',
@@ -101,7 +100,8 @@ def test_every_url_attribute_kind() -> None:
     ):
         assert expected in out, expected
     kinds = {raw: kind for raw, _, kind in links.seen}
-    assert kinds["s.css"] == "requisite" and kinds["/canon"] == "page" and kinds["frame.html"] == "page"
+    assert kinds["s.css"] == "requisite" and kinds["/canon"] == "page"
+    assert kinds["frame.html"] == "requisite"  # loaded with the page, as by browsers and wget -p
 
 
 def test_missing_links_become_absolute_and_marked() -> None:
@@ -174,12 +174,14 @@ def test_srcset_parsing_follows_the_standard() -> None:
     value = " a.png 1x,b.png   2x , data:image/png;base64,AAA= 3x,c.png,, d.png (max-width: 1px) 4x"
     urls = [value[s:e] for s, e in srcset_spans(value)]
     assert urls == ["a.png", "b.png", "data:image/png;base64,AAA=", "c.png", "d.png"]
-    assert rewrite_srcset("a.png 1x, b.png 2x", BASE, Links()) == "L:dir/a.png 1x, L:dir/b.png 2x"
+    out = rewrite_html('<img srcset="a.png 1x, b.png 2x">', BASE, Links())
+    assert out == '<img srcset="L:dir/a.png 1x, L:dir/b.png 2x">'
 
 
-def test_meta_refresh_forms() -> None:
-    links = Links()
-    assert rewrite_refresh("0; url=/a", BASE, links) == "0; url=L:a"
-    assert rewrite_refresh("3;URL='b.html'", BASE, links) == "3;URL='L:dir/b.html'"
-    assert rewrite_refresh("10", BASE, links) == "10"
-    assert rewrite_refresh("", BASE, links) == ""
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("0; url=/a", "0; url=L:a"), ("3;URL='b.html'", "3;URL='L:dir/b.html'"), ("10", "10"), ("", "")],
+)
+def test_meta_refresh_forms(content: str, expected: str) -> None:
+    page = f'<meta http-equiv="refresh" content="{content}">'
+    assert rewrite_html(page, BASE, Links()) == f'<meta http-equiv="refresh" content="{expected}">'

@@ -1,11 +1,12 @@
 """Bundled plugin `links`: the links of HTML, XHTML, XML and CSS documents.
 
-Each link carries its kind (`archiver.LinkKind`): navigational links (`a`, `area`,
-`iframe`, `meta refresh`, `link rel=alternate/next/...`) are pages; what a page needs to
-render (images, stylesheets, scripts, media, fonts in CSS) are requisites; `@import` is
-an import.  The work per page is bounded: at most ``[plugins.links] max_parse_size``
-characters are read, documents nested deeply enough to make the HTML parser quadratic are
-read by a linear tokenizer instead, and at most ``max_links_per_page`` links are kept.
+Each link carries its kind (`archiver.LinkKind`), as the shared `grammar` says:
+navigational links (`a`, `area`, `meta refresh`, `link rel=alternate/next/...`) are pages;
+what a page needs to render (frames, images, stylesheets, scripts, media, fonts in CSS)
+are requisites; `@import` is an import.  The work per page is bounded: at most
+``[plugins.links] max_parse_size`` characters are read, documents nested deeply enough to
+make the HTML parser quadratic are read by a linear tokenizer instead, and at most
+``max_links_per_page`` links are kept.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from archiver import Link, hookimpl
 from archiver.model import HTML_TYPES, XML_TYPES
 
 from .collector import LinkCollector
-from .css import css_links
 from .nesting import exceeds_budget
 from .resolve import Resolver
+from .rules import css_links
 from .settings import LinksSettings
 from .tokens import tokenized_links
 from .xml import xml_links

@@ -5,15 +5,24 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from .collector import LinkCollector
-from .css import css_links
-from .rules import element_links
+from .grammar import ATTRIBUTES, SVG_ELEMENTS
+from .rules import css_links, element_links
 
-# One query for every element a rule may look at; lexbor returns them in document order.
-# Plain tag names are cheaper for lexbor to match than attribute conditions.
-SELECTOR = (
-    "a, area, iframe, frame, img, source, script[src], video, audio, track, object, embed, "
-    "input[src], link, meta[http-equiv], style, [style], [background]"
-)
+# One query for every element that may hold a URL to fetch; lexbor returns them in document
+# order.  Each name costs lexbor a test per element: the many that hold only `background`
+# are asked for by that attribute, those that hold only URLs never fetched are left out,
+# a few common ones are asked for only with the attribute that matters, and SVG's only
+# when the document has SVG (where a script may have an `href` instead of a `src`).
+_ONLY_BACKGROUND = ATTRIBUTES["body"]
+_FETCHED = {
+    name.lower()
+    for name, slots in ATTRIBUTES.items()
+    if slots != _ONLY_BACKGROUND and any(kind is not None for _, _, kind in slots)
+}
+_CONDITIONS = {"input": "[src]", "meta": "[http-equiv]", "param": "[name]", "script": "[src]"}
+_NAMES = sorted(_FETCHED - SVG_ELEMENTS | {"link", "meta", "param", "style"})
+SELECTOR = ", ".join([*(name + _CONDITIONS.get(name, "") for name in _NAMES), "[background]", "[style]"])
+SVG_SELECTOR = ", ".join([SELECTOR, "script", *sorted(SVG_ELEMENTS)])
 
 
 def parsed_links(text: str, out: LinkCollector) -> None:
@@ -25,7 +34,7 @@ def parsed_links(text: str, out: LinkCollector) -> None:
         href = base.attributes.get("href")
         if href:
             out.rebase(href)
-    for node in tree.css(SELECTOR):
+    for node in tree.css(SVG_SELECTOR if tree.tags("svg") else SELECTOR):
         tag = node.tag
         if tag == "style":
             css = node.text()

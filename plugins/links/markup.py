@@ -65,6 +65,7 @@ _INTEGRATION = {
     "svg": frozenset({"foreignobject", "desc", "title"}),
     "math": frozenset({"mi", "mo", "mn", "ms", "mtext"}),
 }
+_HTML_ENCODINGS = ("text/html", "application/xhtml+xml")
 _VOID = frozenset(
     {
         *("area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta"),
@@ -99,6 +100,11 @@ class Tag:
             if attribute.name == name:
                 return attribute
         return None
+
+    def value(self, name: str) -> str:
+        """The value of attribute `name`, "" when it is absent or has none."""
+        attribute = self.get(name)
+        return (attribute.value if attribute is not None else None) or ""
 
 
 def _parse_tag(text: str, name: str, start: int, position: int) -> Tag:
@@ -178,10 +184,9 @@ class _Tree:
             )
             if not breakout:
                 space = self.open[-1][1]
-                if name == "annotation-xml" and space == "math":
-                    encoding = ((tag.get("encoding") or Attribute("", "", 0, 0, 0)).value or "").lower()
-                    if encoding.strip() in ("text/html", "application/xhtml+xml"):
-                        name = "annotation-xml+html"
+                encoding = tag.value("encoding").strip().lower()
+                if name == "annotation-xml" and space == "math" and encoding in _HTML_ENCODINGS:
+                    name = "annotation-xml+html"
                 if not tag.self_closing:
                     self.open.append((name, "svg" if name == "svg" else space))
                 return False

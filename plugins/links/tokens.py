@@ -20,8 +20,8 @@ import html
 import re
 
 from .collector import LinkCollector
-from .css import css_links
-from .rules import ELEMENTS, element_links
+from .grammar import ELEMENTS
+from .rules import css_links, element_links
 
 _SPACE = r"\t\n\f\r "
 # Attribute text up to the closing '>'; a value quoted right after '=' may contain '>'.
@@ -47,9 +47,8 @@ _ATTRIBUTE = re.compile(
 )
 _FOREIGN = frozenset({"svg", "math"})
 
-# The elements HTML gives a `background` attribute; any other tag is kept for its `style`.
-_BACKGROUND = frozenset({"body", "table", "thead", "tbody", "tfoot", "tr", "td", "th"})
-_KEPT = ELEMENTS | _BACKGROUND
+# The elements links come from; any other tag is kept for its `style`.
+_KEPT = ELEMENTS | {"base", "style"}
 
 Element = tuple[str, dict[str, str | None], str | None]
 

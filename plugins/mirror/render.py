@@ -14,8 +14,7 @@ import re
 from archiver.decode import choose_encoding, known_codec
 
 from ..warc.reader import StoredResponse
-from .css import rewrite_css
-from .html import rewrite_html
+from .html import rewrite_css, rewrite_html
 from .mapping import LinkMap
 from .plan import Item
 
