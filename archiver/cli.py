@@ -127,6 +127,15 @@ def cli() -> None:
 )
 @click.option("--recrawl", is_flag=True, help="Crawl again into an archive whose crawl is complete.")
 @click.option(
+    "--update",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ARCHIVE]",
+    help="Crawl again from the roots asking only for what changed (conditional requests);"
+    " --update ARCHIVE alone uses the settings saved in ARCHIVE.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
@@ -167,6 +176,13 @@ def crawl(
     setup_logging(verbose, quiet or as_json)
     resume_archive: str | None = options.pop("resume_archive")
     recrawl: bool = options.pop("recrawl")
+    update: str | None = options.pop("update")
+    if update and "://" in update:  # a bare --update followed by a URL
+        urls, update = (update, *urls), ""
+    elif update:
+        if resume_archive is not None:
+            raise click.UsageError("give --update ARCHIVE or --resume ARCHIVE, not both")
+        resume_archive = update
     dry: bool = options.pop("dry_run")
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
@@ -206,7 +222,17 @@ def crawl(
         return
     from .resume import plan_run
 
+    mode: Literal["crawl", "recrawl", "update"] = "recrawl" if recrawl else "crawl"
+    if update is not None:
+        from .history import interrupted_update
+        from .status import NEW, archive_status
+
+        fresh = archive_status(Path(config.output)).state == NEW
+        mode = "crawl" if fresh else "update"
+        recrawl = not fresh and not (config.frontier == "sqlite" and interrupted_update(Path(config.output)))
     proceed, message = plan_run(config, recrawl=recrawl)
+    if mode == "update" and recrawl:
+        message = f"Updating {config.output}: crawling again from its roots, fetching only what changed."
     if not proceed:
         echo(message)
         return
@@ -214,7 +240,7 @@ def crawl(
         echo(message, err=True)
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     show_bar = not (quiet or as_json) and sys.stderr.isatty()
-    crawl_result = _run(config, pm, show_bar, "recrawl" if recrawl else "crawl")
+    crawl_result = _run(config, pm, show_bar, mode)
     report = build_report(crawl_result)
     if as_json:
         click.echo(json.dumps(report, indent=2))

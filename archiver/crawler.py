@@ -30,7 +30,14 @@ from .archive import prepare_archive
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, write_report
 from .errors import FetchError, SeedError
-from .fetcher import RETRYABLE_KINDS, GuardedResolver, default_headers, fetch, open_session
+from .fetcher import (
+    RETRYABLE_KINDS,
+    GuardedResolver,
+    compare_with_stored,
+    default_headers,
+    fetch,
+    open_session,
+)
 from .frontier import Frontier, Item, make_frontier
 from .guard import AddressGuard, resolve_roots
 from .lock import ArchiveLock
@@ -307,7 +314,10 @@ class Crawler:
         if outcome.page is None:
             return await self._failed(item, outcome)
 
-        page = outcome.page
+        page, stored = outcome.page, None
+        if self.crawl.mode == "update":
+            page, stored = await compare_with_stored(page, item, self.hooks.pm, self.crawl)
+            stats["not_modified"] += stored is not None
         stats["pages"] += 1
         stats["bytes"] += len(page.body)
         stats[f"status_{page.status // 100}xx"] += 1
@@ -315,15 +325,17 @@ class Crawler:
             stats[f"truncated_{page.truncated}"] += 1
         if page.decode_error:
             stats["not_parsed"] += 1
-        links = [] if page.is_redirect else self._extract(page)
+        source = stored or page  # a 304's links are the stored page's
+        links = [] if source.is_redirect else self._extract(source)
         await self.hooks.page_fetched(page, links, self.crawl)
-        if page.is_redirect:
+        if source.is_redirect:
             stats["redirects"] += 1
             # the plugin that asked for a requisite asks for its redirect target too
-            new = 0 if kept is not None else await self._follow_redirect(item, page)
+            new = 0 if kept is not None else await self._follow_redirect(item, source)
         else:
-            fetch = functools.partial(self._fetch_requisite, item)
-            links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
+            if stored is None:
+                fetch = functools.partial(self._fetch_requisite, item)
+                links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
         return False
@@ -529,7 +541,9 @@ class Crawler:
             elapsed=round(page.elapsed, 4) if page else 0.0,
             kind=str(item.kind),
             truncated=page.truncated if page else None,
-            outcome="fetched" if page else "failed",
+            outcome=("not_modified" if page.unchanged and page.status == 304 else "fetched")
+            if page
+            else "failed",
             reason=limit_reason(page, tries, num_urls, self.config) if page else None,
         )
 

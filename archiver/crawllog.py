@@ -88,7 +88,7 @@ def status_class(record: dict[str, Any]) -> str | None:
     """The class (``2xx``...) a log line counts toward, as `by_status_class` of the report counts
     them: fetched pages only (robots.txt fetches and skipped URLs are not pages)."""
     status = record.get("status")
-    if record.get("outcome", "fetched") != "fetched" or not isinstance(status, int):
+    if record.get("outcome", "fetched") not in ("fetched", "not_modified") or not isinstance(status, int):
         return None
     return f"{status // 100}xx"
 

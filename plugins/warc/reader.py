@@ -17,6 +17,7 @@ URLs are matched by SURT key, as pywb does: ``http://www.Example.com/a/`` finds
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -258,6 +259,10 @@ class WarcArchive:
                 f"{capture.url}: revisit of {capture.digest} whose original is not in the archive"
             )
         stored = self._read_record(original)
+        if response.status == 304:  # server-not-modified: the original's response stands
+            response = dataclasses.replace(
+                response, status=stored.status, reason=stored.reason, headers=stored.headers
+            )
         return StoredResponse(
             capture=capture,
             url=response.url,
