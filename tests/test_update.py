@@ -21,6 +21,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
+from archiver_plugins.warc.verify import verify_file
 from archiver_plugins.web.app import make_app
 from conftest import Site, make_config
 from warcio.archiveiterator import ArchiveIterator
@@ -192,6 +193,9 @@ async def test_update_asks_with_validators_and_stores_not_modified_revisits(
     assert outcomes["not_modified"] == 5
     runs = read_history(archive)
     assert [(r.number, r.mode, r.complete) for r in runs] == [(1, "crawl", True), (2, "update", True)]
+    for path in (archive / "warc").glob("*.warc.gz"):
+        report = verify_file(path)
+        assert report.ok, [str(fault) for fault in report.faults]
 
 
 async def test_changed_added_and_removed_pages_between_two_crawls(
