@@ -12,6 +12,7 @@ import collections
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,3 +329,35 @@ async def test_hook_same_as_stored_marks_a_page_unchanged(site: Site, tmp_path: 
     recorder.pages.clear()
     await run_crawl(config, pm, mode="crawl")  # asked in an update only
     assert not recorder.pages[site.url("/other")][0].unchanged
+
+
+def test_an_archive_without_history_numbers_its_earlier_crawl_first(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from archiver.history import record_start
+
+    reported = tmp_path / "reported"
+    reported.mkdir()
+    started, finished = "2026-01-02T03:04:05+00:00", "2026-01-02T04:00:00+00:00"
+    report = {"started_at": started, "finished_at": finished, "complete": True}
+    (reported / "report.json").write_text(json.dumps(report))
+    now = datetime.now(UTC)
+    assert record_start(reported, "update", now).number == 2
+    runs = read_history(reported)
+    assert [(r.number, r.mode, r.started.isoformat(), r.complete) for r in runs] == [
+        (1, "crawl", started, True),
+        (2, "update", now.isoformat(), False),
+    ]
+
+    killed = tmp_path / "killed"  # a crawl killed before it wrote its report: dated by its oldest file
+    (killed / "warc").mkdir(parents=True)
+    (killed / "warc" / "x.warc.gz").write_bytes(b"")
+    os.utime(killed / "warc" / "x.warc.gz", (1_700_000_000, 1_700_000_000))
+    record_start(killed, "recrawl", now)
+    first, second = read_history(killed)
+    assert (first.number, first.complete, first.started.timestamp()) == (1, False, 1_700_000_000)
+    assert second.mode == "recrawl" and second.started > first.started
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert record_start(fresh, "crawl", now).number == 1 and len(read_history(fresh)) == 1
