@@ -111,10 +111,11 @@ def interrupted_update(archive: Path) -> bool:
 
 
 def _earlier_crawl(archive: Path) -> tuple[datetime, datetime | None, bool] | None:
-    """(start, finish) of a crawl made before the history existed, or None when there is none.
+    """(start, finish, complete) of a crawl made before the history existed, or None.
 
     Its report.json says when it ran.  A crawl killed before writing one is dated by the
-    oldest file it left, a moment no later than its first capture's file was closed.
+    oldest last-write time of its WARC files: an approximation (the core does not read WARC
+    records), no earlier than its first captures but the best the folder tells.
     """
     try:
         report = json.loads((archive / REPORT_NAME).read_bytes()[:MAX_HISTORY_BYTES])

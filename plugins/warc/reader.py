@@ -63,7 +63,8 @@ class StoredResponse:
     `payload` is the entity body exactly as the server sent it (Content-Encoding kept,
     chunked transfer coding removed); `headers` are the response headers in their
     original order, duplicates included.  For a revisit, `status` and `headers` are the
-    revisit's own and `payload` is the original's (found by payload digest);
+    revisit's own (for a server-not-modified revisit, whose own are a 304's, the
+    original's) and `payload` is the original's (found by payload digest);
     `revisit_of` is then the original's capture.  `truncated` is the record's
     WARC-Truncated value ('length', 'time', 'disconnect'), None for a whole body.
     """
