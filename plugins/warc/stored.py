@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 
 DB_NAME = "warc-update.sqlite"
 _BATCH = 1000
+_RECENT = 256
+"""Look-ups kept in memory: a URL is asked about while its fetch is in flight, a few hundred at most."""
+_HEAD_READ = 16 * 1024
+"""Bytes of a gzip member read to find its headers: WARC and HTTP headers are a few KB."""
 
 _SCHEMA = """
 CREATE TABLE latest (
@@ -52,7 +57,9 @@ CREATE TABLE latest (
     last_modified TEXT,
     ref_uri TEXT,
     ref_date TEXT,
-    ref_id TEXT
+    ref_id TEXT,
+    body_file TEXT,
+    body_offset INTEGER
 ) WITHOUT ROWID;
 CREATE TABLE payloads (
     digest TEXT PRIMARY KEY,
@@ -99,6 +106,7 @@ class StoredCaptures:
         self._db.execute("PRAGMA journal_mode = OFF")
         self._db.execute("PRAGMA synchronous = OFF")
         self._db.executescript(_SCHEMA)
+        self._recent: dict[str, Latest | None] = {}
 
     def build(self) -> int:
         """Read the closed WARC files' indexes, then the latest captures' headers; return URLs known."""
@@ -110,6 +118,13 @@ class StoredCaptures:
             with self._transaction():
                 self._add(path.name, captures)
         self._read_headers()
+        with self._transaction():  # where each payload lies: a revisit's is its original's
+            self._db.execute("UPDATE latest SET body_file = file, body_offset = offset WHERE NOT revisit")
+            self._db.execute(
+                "UPDATE latest SET (body_file, body_offset) ="
+                " (SELECT file, offset FROM payloads WHERE payloads.digest = latest.digest) WHERE revisit"
+            )
+            self._db.execute("DELETE FROM payloads")
         row = self._db.execute("SELECT count(*) FROM latest").fetchone()
         return int(row[0])
 
@@ -151,7 +166,7 @@ class StoredCaptures:
                     if handle is not None:
                         handle.close()
                     handle, current = (self.folder / name).open("rb"), name
-                found = _headers(handle, offset, self.folder / name, self.limits)
+                found = _headers(handle, offset, self.folder / name)
                 if found is not None:
                     updates.append((*found, key))
                 if len(updates) >= _BATCH:
@@ -171,14 +186,20 @@ class StoredCaptures:
             )
 
     def get(self, url: str) -> Latest | None:
+        """The latest capture of `url`; the few last answers are kept, since each URL is asked
+        about several times in a row (its request, its answer, its record)."""
+        if url in self._recent:
+            return self._recent[url]
         row = self._db.execute(
-            "SELECT l.url, l.status, l.digest, l.etag, l.last_modified, l.ref_uri, l.ref_date, l.ref_id,"
-            " CASE WHEN l.revisit THEN p.file ELSE l.file END,"
-            " CASE WHEN l.revisit THEN p.offset ELSE l.offset END"
-            " FROM latest l LEFT JOIN payloads p ON p.digest = l.digest WHERE l.key = ?",
+            "SELECT url, status, digest, etag, last_modified, ref_uri, ref_date, ref_id, body_file,"
+            " body_offset FROM latest WHERE key = ?",
             (canonical_key(url),),
         ).fetchone()
-        return Latest(*row) if row is not None else None
+        found = Latest(*row) if row is not None else None
+        if len(self._recent) >= _RECENT:
+            del self._recent[next(iter(self._recent))]
+        self._recent[url] = found
+        return found
 
     def read_page(self, found: Latest) -> Page | None:
         """The stored response holding `found`'s payload, as a `Page`; None when unreadable."""
@@ -224,36 +245,46 @@ class StoredCaptures:
 
 
 def _headers(
-    handle: Any, offset: int, path: Path, limits: ReadLimits
+    handle: Any, offset: int, path: Path
 ) -> tuple[str | None, str | None, str | None, str | None, str | None] | None:
-    """(ETag, Last-Modified, refers-to URI, date, record id) of the record at `offset`."""
-    from .members import parse_record
+    """(ETag, Last-Modified, refers-to URI, date, record id) of the record at `offset`.
 
+    Only the start of the record is read and inflated: its WARC and HTTP header blocks, not
+    its body, which is most of the cost of reading a record whole.
+    """
     try:
-        member = read_member(handle, offset, limits)
-        if member.problem:
-            return None
-        record = parse_record(member, path)
-    except (OSError, ValueError) as exc:
+        handle.seek(offset)
+        data = handle.read(_HEAD_READ)
+        if path.name.endswith(".gz"):
+            data = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data, 4 * _HEAD_READ)
+    except (OSError, zlib.error) as exc:
         log.debug("%s: offset %d unreadable: %s", path, offset, exc)
         return None
-    http = record.http_headers
-    rec = record.rec_headers
-    etag = http.get_header("ETag") if http else None
-    modified = http.get_header("Last-Modified") if http else None
-    if record.rec_type == "revisit":
+    warc_end = data.find(b"\r\n\r\n")
+    http_end = data.find(b"\r\n\r\n", warc_end + 4)
+    if warc_end < 0 or http_end < 0:
+        return None
+    rec = _fields(data[:warc_end], "utf-8")  # WARC/1.1 headers are UTF-8, HTTP ones bytes
+    http = _fields(data[warc_end + 4 : http_end], "latin-1")
+    if rec.get("warc-type") == "revisit":
         refers = (
-            rec.get_header("WARC-Refers-To-Target-URI"),
-            rec.get_header("WARC-Refers-To-Date"),
-            rec.get_header("WARC-Refers-To"),
+            rec.get("warc-refers-to-target-uri"),
+            rec.get("warc-refers-to-date"),
+            rec.get("warc-refers-to"),
         )
     else:
-        refers = (
-            rec.get_header("WARC-Target-URI"),
-            rec.get_header("WARC-Date"),
-            rec.get_header("WARC-Record-ID"),
-        )
-    return (etag, modified, *refers)
+        refers = (rec.get("warc-target-uri"), rec.get("warc-date"), rec.get("warc-record-id"))
+    return (http.get("etag"), http.get("last-modified"), *refers)
+
+
+def _fields(block: bytes, encoding: str) -> dict[str, str]:
+    """Header lines after the first (the WARC version or the status line), first value of each name."""
+    fields: dict[str, str] = {}
+    for line in block.decode(encoding, "replace").split("\r\n")[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            fields.setdefault(name.strip().lower(), value.strip())
+    return fields
 
 
 class UpdateLookup:
