@@ -115,6 +115,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "bytes": stats["bytes"],
         "redirects": stats["redirects"],
         "retries": stats["retries"],
+        **({"not_modified": stats["not_modified"]} if stats["not_modified"] else {}),
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(stats["pages"] / wall, 2),
         "by_status_class": by_status,

@@ -189,6 +189,7 @@ async def test_update_asks_with_validators_and_stores_not_modified_revisits(
         assert written[url(path)].type == "revisit"
         assert written[url(path)].headers["WARC-Profile"] == IDENTICAL
     assert update.stats["not_modified"] == 5
+    assert json.loads((archive / "report.json").read_text())["not_modified"] == 5
     log = [json.loads(line) for line in (archive / "crawl-log.jsonl").read_text().splitlines()]
     outcomes = collections.Counter(r["outcome"] for r in log)
     assert outcomes["not_modified"] == 5
