@@ -29,6 +29,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -159,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             f" {row['peak_rss_mb']:>7.0f} {row['responses']:>6} {row['not_modified']:>6}"
             f" {row['same_payload']:>5}"
         )
-    paths = {url.split("/", 3)[3] if url.count("/") >= 3 else "" for url in changed_run["response_urls"]}
-    exact = paths == {p.lstrip("/") for p in changed}
+    paths = {urlsplit(url).path for url in changed_run["response_urls"]}
+    exact = paths == changed
+    if not exact:
+        print(f"written, not changed: {sorted(paths - changed)[:5]}")
+        print(f"changed, not written: {sorted(changed - paths)[:5]}")
     print(
         f"\nupdate / full crawl body bytes: {update['received'] / full['body_bytes']:.2%} received"
         f" (target <= 5%); update / recrawl wall: {update['wall'] / recrawl['wall']:.2f}x (target <= 0.3x)"
