@@ -9,7 +9,6 @@ shared, every exchange goes to the hooks, and stopping is graceful.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import itertools
 import logging
@@ -19,14 +18,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urljoin
 
 from . import history
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .decode import choose_encoding, decode_content, is_textual
 from .errors import FetchError, SeedError
-from .fetcher import RETRYABLE_KINDS, GuardedResolver, default_headers, fetch, open_session
+from .fetcher import (
+    RETRYABLE_KINDS,
+    GuardedResolver,
+    compare_with_stored,
+    default_headers,
+    fetch,
+    open_session,
+    stored_page,
+)
 from .frontier import Frontier, Item
 from .guard import AddressGuard, resolve_roots
 from .manager import Hooks
@@ -323,7 +328,10 @@ class Crawler:
         if outcome.page is None:
             return await self._failed(item, outcome)
 
-        page = outcome.page
+        page, stored = outcome.page, None
+        if self.crawl.mode == "update":
+            page, stored = await compare_with_stored(page, item, self.hooks.pm, self.crawl)
+            stats["not_modified"] += stored is not None
         stats["pages"] += 1
         stats["bytes"] += len(page.body)
         stats[f"status_{page.status // 100}xx"] += 1
@@ -331,15 +339,17 @@ class Crawler:
             stats[f"truncated_{page.truncated}"] += 1
         if page.decode_error:
             stats["not_parsed"] += 1
-        links = [] if page.is_redirect else self._extract(page)
+        source = stored or page  # a 304's links are the stored page's
+        links = [] if source.is_redirect else self._extract(source)
         await self.hooks.page_fetched(page, links, self.crawl)
-        if page.is_redirect:
+        if source.is_redirect:
             stats["redirects"] += 1
             # the plugin that asked for a requisite asks for its redirect target too
-            new = 0 if kept is not None else await self._follow_redirect(item, page)
+            new = 0 if kept is not None else await self._follow_redirect(item, source)
         else:
-            fetch = functools.partial(self._fetch_requisite, item)
-            links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
+            if stored is None:
+                fetch = functools.partial(self._fetch_requisite, item)
+                links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
         return False
@@ -545,34 +555,11 @@ class Crawler:
             elapsed=round(page.elapsed, 4) if page else 0.0,
             kind=str(item.kind),
             truncated=page.truncated if page else None,
-            outcome="fetched" if page else "failed",
+            outcome=("not_modified" if page.unchanged and page.status == 304 else "fetched")
+            if page
+            else "failed",
             reason=limit_reason(page, tries, num_urls, self.config) if page else None,
         )
-
-
-async def stored_page(stored: Page, item: Item, config: Config) -> Page:
-    """`stored` (status, headers, body as archived) made whole for link extraction: decoded
-    content, charset, redirect target; the crawl item's depth, referrer and kind."""
-    page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
-    decoded = await asyncio.to_thread(
-        decode_content,
-        page.body,
-        page.header("Content-Encoding"),
-        config.max_decoded_size,
-        config.max_decompression_ratio,
-    )
-    encoding = source = None
-    if is_textual(page.content_type) or not page.content_type:
-        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
-    location = page.header("Location") if 300 <= page.status < 400 else None
-    return dataclasses.replace(
-        page,
-        content=decoded.content,
-        decode_error=decoded.error,
-        encoding=encoding,
-        encoding_source=source,
-        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
-    )
 
 
 def _is_root(item: Item) -> bool:

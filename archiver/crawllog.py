@@ -109,7 +109,7 @@ def status_class(record: dict[str, Any]) -> str | None:
     """The class (``2xx``...) a log line counts toward, as `by_status_class` of the report counts
     them: fetched pages only (robots.txt fetches and skipped URLs are not pages)."""
     status = record.get("status")
-    if record.get("outcome", "fetched") != "fetched" or not isinstance(status, int):
+    if record.get("outcome", "fetched") not in ("fetched", "not_modified") or not isinstance(status, int):
         return None
     return f"{status // 100}xx"
 
@@ -136,6 +136,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "bytes": stats["bytes"],
         "redirects": stats["redirects"],
         "retries": stats["retries"],
+        **({"not_modified": stats["not_modified"]} if stats["not_modified"] else {}),
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(stats["pages"] / wall, 2),
         "by_status_class": by_status,

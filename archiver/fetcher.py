@@ -9,6 +9,9 @@ and a minimum rate.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -16,8 +19,10 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urljoin
 
 import aiohttp
+import pluggy
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 from yarl import URL
@@ -27,11 +32,13 @@ from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
-from .model import Page, parse_content_type
+from .model import Page, find_header, parse_content_type
 from .urls import wire_url
 
 _READ_CHUNK = 64 * 1024
 _THREAD_DECODE_OVER = 512 * 1024
+
+log = logging.getLogger(__name__)
 
 RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
 
@@ -296,3 +303,64 @@ async def _content(
     if is_textual(content_type) or not content_type:
         encoding, source = choose_encoding(decoded.content, content_type, params.get("charset"))
     return decoded, encoding, source
+
+
+VALIDATORS = ("If-None-Match", "If-Modified-Since")
+"""The request headers that make a request conditional (``crawl --update``)."""
+
+
+def sent_validator(page: Page) -> bool:
+    """Whether the request of `page` was conditional: only then does a 304 mean anything."""
+    return any(find_header(page.request_headers, name) for name in VALIDATORS)
+
+
+async def compare_with_stored(
+    page: Page, item: Item, pm: pluggy.PluginManager, crawl: Any
+) -> tuple[Page, Page | None]:
+    """`page` marked `unchanged` when the archive already holds its content, and for a 304 the
+    stored page the crawl goes on through (its links, made ready for extraction).
+
+    A 304 is believed only when the request carried a validator and a capture is stored:
+    otherwise (a server that answers 304 to anything) it is recorded as it came and leads
+    nowhere, since inventing its links would archive a site that is not there.
+    """
+    if page.status != 304:
+        if pm.hook.same_as_stored(page=page, crawl=crawl):
+            return dataclasses.replace(page, unchanged=True), None
+        return page, None
+    if not sent_validator(page):
+        log.warning("%s answered 304 to a request without a validator: recorded as it came", page.url)
+        return page, None
+    found = pm.hook.stored_page(url=page.url, crawl=crawl)
+    if inspect.isawaitable(found):
+        found = await found
+    if found is None:
+        log.warning("%s answered 304 but no capture of it is stored: recorded as it came", page.url)
+        return page, None
+    stored = await stored_page(found, item, crawl.config)
+    return dataclasses.replace(page, unchanged=True), stored
+
+
+async def stored_page(stored: Page, item: Item, config: Config) -> Page:
+    """`stored` (status, headers, body as archived) made whole for link extraction: decoded
+    content, charset, redirect target; the crawl item's depth, referrer and kind."""
+    page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
+    decoded = await asyncio.to_thread(
+        decode_content,
+        page.body,
+        page.header("Content-Encoding"),
+        config.max_decoded_size,
+        config.max_decompression_ratio,
+    )
+    encoding = source = None
+    if is_textual(page.content_type) or not page.content_type:
+        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
+    location = page.header("Location") if 300 <= page.status < 400 else None
+    return dataclasses.replace(
+        page,
+        content=decoded.content,
+        decode_error=decoded.error,
+        encoding=encoding,
+        encoding_source=source,
+        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
+    )

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 HISTORY_NAME = "crawls.jsonl"
+REPORT_NAME = "report.json"
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 """A history is a few lines per crawl; anything larger is not one of ours."""
 
@@ -75,8 +76,20 @@ def read_history(archive: Path) -> list[CrawlRun]:
 
 
 def record_start(archive: Path, mode: Mode, at: datetime) -> CrawlRun:
-    """Number a new crawl of `archive` and write its start line."""
+    """Number a new crawl of `archive` and write its start line.
+
+    An archive crawled before crawls were numbered has no history: its earlier crawl
+    becomes crawl 1, dated from its report (see `_earlier_crawl`), and this one crawl 2.
+    """
     runs = read_history(archive)
+    if not runs:
+        earlier = _earlier_crawl(archive)
+        if earlier is not None:
+            started, finished, complete = earlier
+            _append(archive, {"event": "start", "crawl": 1, "mode": "crawl", "at": started.isoformat()})
+            if finished is not None:
+                record_finish(archive, 1, finished, complete=complete)
+            runs = read_history(archive)
     run = CrawlRun(runs[-1].number + 1 if runs else 1, mode, at)
     _append(archive, {"event": "start", "crawl": run.number, "mode": mode, "at": at.isoformat()})
     return run
@@ -89,6 +102,34 @@ def record_resume(archive: Path, at: datetime) -> CrawlRun:
         return record_start(archive, "crawl", at)
     _append(archive, {"event": "resume", "crawl": runs[-1].number, "at": at.isoformat()})
     return replace(runs[-1], resumes=runs[-1].resumes + 1, finished=None)
+
+
+def interrupted_update(archive: Path) -> bool:
+    """Whether the latest crawl of `archive` is an update that did not run to its end."""
+    runs = read_history(archive)
+    return bool(runs) and runs[-1].mode == "update" and not runs[-1].complete
+
+
+def _earlier_crawl(archive: Path) -> tuple[datetime, datetime | None, bool] | None:
+    """(start, finish, complete) of a crawl made before the history existed, or None.
+
+    Its report.json says when it ran.  A crawl killed before writing one is dated by the
+    oldest last-write time of its WARC files: an approximation (the core does not read WARC
+    records), no earlier than its first captures but the best the folder tells.
+    """
+    try:
+        report = json.loads((archive / REPORT_NAME).read_bytes()[:MAX_HISTORY_BYTES])
+        started = datetime.fromisoformat(report["started_at"])
+        finished = datetime.fromisoformat(report["finished_at"]) if report.get("finished_at") else None
+        if started.tzinfo is not None:
+            return started, finished, bool(report.get("complete", not report.get("interrupted")))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    warc = archive / "warc"
+    moments = [p.stat().st_mtime for p in warc.iterdir()] if warc.is_dir() else []
+    if not moments:
+        return None
+    return datetime.fromtimestamp(min(moments), UTC), None, False
 
 
 def record_finish(archive: Path, number: int, at: datetime, *, complete: bool) -> None:

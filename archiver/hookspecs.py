@@ -233,3 +233,26 @@ def archive_status(archive: Any, status: ArchiveStatus | None) -> Iterable[tuple
     state, counts and frontier): a plugin whose frontier kept the crawl elsewhere fills
     it in (the redis plugin asks Redis).  Must be sync and cheap.
     """
+
+
+@hookspec(firstresult=True)
+def stored_page(url: str, crawl: Crawl) -> Page | None:
+    """The latest capture of `url` stored in the archive, as a ``Page``, or None.
+
+    Asked during ``crawl --update`` when the server answered ``304 Not Modified`` to a
+    conditional request for `url`: the crawl then goes on through the links of the stored
+    page (an unchanged page still leads to the pages it links to).  Return ``url``,
+    ``status``, ``reason``, ``headers`` and ``body`` as stored; None when nothing usable is
+    stored (the 304 is then recorded as it came and leads nowhere).  `crawl` is the running
+    crawl.  May be ``async def``; blocking reads go to a thread.
+    """
+
+
+@hookspec(firstresult=True)
+def same_as_stored(page: Page, crawl: Crawl) -> bool | None:
+    """Whether the archive's latest capture of ``page.url`` has the same payload as `page`.
+
+    Asked during ``crawl --update`` for each response that is not a 304: True marks the
+    page ``unchanged``, so plugins deriving data from content skip it.  None for no
+    opinion.  `crawl` is the running crawl.  Must be sync and cheap (a look-up, a digest).
+    """

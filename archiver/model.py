@@ -126,6 +126,10 @@ class Page:
     """Why `content` could not be fully decoded (bomb cap, corrupt gzip), else None."""
     request_target: str | None = None
     """The URL exactly as written on the request line, when it differs from `url`."""
+    unchanged: bool = False
+    """The archive already holds this URL's content (``crawl --update``): the server answered
+    304 to a conditional request (the links then come from the stored capture), or sent the
+    payload stored last time.  Plugins that derive data from content (the index) skip it."""
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First response header called `name` (case-insensitive)."""

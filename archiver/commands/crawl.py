@@ -11,6 +11,7 @@ import click
 
 from ..api import PLUGIN_SETTINGS
 from ..config import load_config
+from ..history import Mode
 from ..terminal import echo
 from . import output_options, plugin_options
 
@@ -72,6 +73,15 @@ log = logging.getLogger("archiver")
 )
 @click.option("--recrawl", is_flag=True, help="Crawl again into an archive whose crawl is complete.")
 @click.option(
+    "--update",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ARCHIVE]",
+    help="Crawl again from the roots asking only for what changed (conditional requests);"
+    " --update ARCHIVE alone uses the settings saved in ARCHIVE.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
@@ -101,6 +111,13 @@ def crawl_command(
     setup_logging(verbose, quiet or as_json)
     resume_archive: str | None = options.pop("resume_archive")
     recrawl: bool = options.pop("recrawl")
+    update: str | None = options.pop("update")
+    if update and "://" in update:  # a bare --update followed by a URL
+        urls, update = (update, *urls), ""
+    elif update:
+        if resume_archive is not None:
+            raise click.UsageError("give --update ARCHIVE or --resume ARCHIVE, not both")
+        resume_archive = update
     dry: bool = options.pop("dry_run")
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
@@ -141,13 +158,21 @@ def crawl_command(
     from ..resume import plan_run
     from ..runner import crawl_and_report
 
+    mode: Mode = "recrawl" if recrawl else "crawl"
+    if update is not None:
+        from ..history import interrupted_update
+        from ..status import NEW, archive_status
+
+        fresh = archive_status(Path(config.output)).state == NEW
+        mode = "crawl" if fresh else "update"
+        recrawl = not fresh and not (config.frontier == "sqlite" and interrupted_update(Path(config.output)))
     proceed, message = plan_run(config, recrawl=recrawl)
+    if mode == "update" and recrawl:
+        message = f"Updating {config.output}: crawling again from its roots, fetching only what changed."
     if not proceed:
         echo(message)
         return
     if message and not quiet:
         echo(message, err=True)
     again = f"resume into {config.output}"
-    crawl_and_report(
-        config, quiet=quiet, as_json=as_json, again=again, mode="recrawl" if recrawl else "crawl"
-    )
+    crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)

@@ -72,7 +72,7 @@ async def crawl_started(crawl: Crawl) -> None:
 @hookimpl
 async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     feeder = crawl.stash.get(FEEDER_KEY, None)
-    if feeder is None:
+    if feeder is None or page.unchanged:  # an update's unchanged page: indexed already
         return
     from .extract import is_indexable  # loaded by crawl_started: a lookup in sys.modules
     from .store import Capture

@@ -49,17 +49,22 @@ def __getattr__(name: str) -> Any:
 
 
 WRITER_NAME = "warc-writer"
+STORED_NAME = "warc-stored"
 
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    from .stored import UpdateLookup
     from .writer import WarcWriter
 
     settings = config.plugin_settings("warc", WarcSettings)
-    old = pm.get_plugin(WRITER_NAME)
-    if old is not None:
-        pm.unregister(old)
-    pm.register(WarcWriter(settings), name=WRITER_NAME)
+    for name in (WRITER_NAME, STORED_NAME):
+        old = pm.get_plugin(name)
+        if old is not None:
+            pm.unregister(old)
+    stored = UpdateLookup()
+    pm.register(stored, name=STORED_NAME)
+    pm.register(WarcWriter(settings, stored), name=WRITER_NAME)
 
 
 @hookimpl

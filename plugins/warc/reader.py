@@ -17,6 +17,7 @@ URLs are matched by SURT key, as pywb does: ``http://www.Example.com/a/`` finds
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,7 +63,8 @@ class StoredResponse:
     `payload` is the entity body exactly as the server sent it (Content-Encoding kept,
     chunked transfer coding removed); `headers` are the response headers in their
     original order, duplicates included.  For a revisit, `status` and `headers` are the
-    revisit's own and `payload` is the original's (found by payload digest);
+    revisit's own (for a server-not-modified revisit, whose own are a 304's, the
+    original's) and `payload` is the original's (found by payload digest);
     `revisit_of` is then the original's capture.  `truncated` is the record's
     WARC-Truncated value ('length', 'time', 'disconnect'), None for a whole body.
     """
@@ -258,6 +260,10 @@ class WarcArchive:
                 f"{capture.url}: revisit of {capture.digest} whose original is not in the archive"
             )
         stored = self._read_record(original)
+        if response.status == 304:  # server-not-modified: the original's response stands
+            response = dataclasses.replace(
+                response, status=stored.status, reason=stored.reason, headers=stored.headers
+            )
         return StoredResponse(
             capture=capture,
             url=response.url,

@@ -18,6 +18,8 @@ What is stored, and why:
   headers sent.
 * A payload already stored in this archive becomes a revisit record
   (identical-payload-digest profile) pointing to the original.
+* A 304 answered to a conditional request of ``crawl --update`` becomes a revisit record
+  (server-not-modified profile) holding the 304's headers and pointing to the stored capture.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ HEADER_NOTE = (
     "Transfer-Encoding: chunked is removed from stored response headers because bodies"
     " are stored de-chunked; Content-Encoding is kept and bodies are stored encoded"
 )
+
+
+IDENTICAL_PAYLOAD_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +283,17 @@ class RecordMaker:
         *,
         dedup: bool,
         metadata: bool,
+        not_modified: Original | None = None,
+        not_modified_digest: str | None = None,
     ) -> PageRecords:
         """request + response (or revisit) [+ metadata] for one HTTP exchange; `outlinks` are
-        the page's links as (URL, kind) pairs."""
+        the page's links as (URL, kind) pairs.
+
+        `not_modified` is the stored capture a 304 confirmed: the exchange becomes a
+        server-not-modified revisit holding the 304's headers and pointing at it, with the
+        payload digest of that capture (`not_modified_digest`), which is the payload it
+        stands for; readers resolve it by that digest as they resolve any revisit.
+        """
         uri = page.request_target or page.url
         date = warc_date(page.fetched_at)
         digest = payload_digest(page.body)
@@ -290,14 +304,18 @@ class RecordMaker:
         if page.peer:
             common["WARC-IP-Address"] = page.peer
 
-        original = originals.get(digest) if dedup and page.body and not page.truncated else None
+        original: Original | None
+        if not_modified is not None:
+            original, profile = not_modified, NOT_MODIFIED_PROFILE
+            digest = not_modified_digest or digest
+        else:
+            original = originals.get(digest) if dedup and page.body and not page.truncated else None
+            profile = IDENTICAL_PAYLOAD_PROFILE
         response_headers = {**common, "WARC-Payload-Digest": digest}
         if page.truncated:
             response_headers["WARC-Truncated"] = page.truncated
         if original is not None:
-            response_headers["WARC-Profile"] = (
-                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
-            )
+            response_headers["WARC-Profile"] = profile
             response_headers["WARC-Refers-To-Target-URI"] = original.url
             response_headers["WARC-Refers-To-Date"] = original.date
             if original.record_id:

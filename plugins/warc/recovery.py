@@ -33,11 +33,19 @@ MTIME_SLACK = 2.0
 async def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
     import asyncio
 
-    return await asyncio.to_thread(find_archived, crawl.archive / "warc", urls, since)
+    from archiver.history import read_history
+
+    # An earlier crawl's captures (--recrawl, --update) are not this crawl's, however recent
+    started = next((run.started for run in read_history(crawl.archive) if run.number == crawl.number), None)
+    floor = started.timestamp() if started is not None else None
+    return await asyncio.to_thread(find_archived, crawl.archive / "warc", urls, since, floor)
 
 
-def find_archived(folder: Path, urls: Sequence[str], since: float) -> list[Page]:
-    """A `Page` for each of `urls` with a response or revisit stored at or after `since`."""
+def find_archived(
+    folder: Path, urls: Sequence[str], since: float, crawl_started: float | None = None
+) -> list[Page]:
+    """A `Page` for each of `urls` with a response or revisit stored at or after `since`
+    (and not before `crawl_started`, when the crawl that stored it began)."""
     from archiver.urls import canonical_key
 
     from .cdxj import WARC_SUFFIXES
@@ -56,7 +64,8 @@ def find_archived(folder: Path, urls: Sequence[str], since: float) -> list[Page]
         return []
     recent = WarcArchive(folder, only=names)
     whole: WarcArchive | None = None
-    not_before = time.strftime("%Y%m%d%H%M%S", time.gmtime(since))
+    floor = since if crawl_started is None else max(since, crawl_started)
+    not_before = time.strftime("%Y%m%d%H%M%S", time.gmtime(floor))
     found: dict[str, Page] = {}
     for capture in recent.iter_captures():
         if capture.status is None or capture.timestamp < not_before:

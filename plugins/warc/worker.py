@@ -77,13 +77,18 @@ def frame(message: Any) -> bytes:
 _KIND_NAMES = {kind: str(kind.value) for kind in LinkKind}
 
 
-def page_message(seq: int, page: Page, links: Sequence[Link]) -> bytes:
+def page_message(
+    seq: int,
+    page: Page,
+    links: Sequence[Link],
+    refers_to: tuple[str, str, str | None, str | None] | None = None,
+) -> bytes:
     """The ``page`` frame, on the crawl's event loop: kept to plain values, which pickle
     fastest (an aware datetime alone costs more than the rest, so it goes as text)."""
     fields = tuple(getattr(page, name) for name in PAGE_FIELDS)
     fields = (*fields[:_WHEN], fields[_WHEN].isoformat(), *fields[_WHEN + 1 :])
     kinds = _KIND_NAMES
-    return frame(("page", seq, fields, [(link.url, kinds[link.kind]) for link in links]))
+    return frame(("page", seq, fields, [(link.url, kinds[link.kind]) for link in links], refers_to))
 
 
 def page_of(fields: Sequence[Any]) -> Page:
@@ -136,7 +141,7 @@ class Session:
     def handle(self, message: tuple[Any, ...]) -> Any:
         kind = message[0]
         if kind == "page":
-            return self.page(message[2], message[3])
+            return self.page(message[2], message[3], message[4])
         if kind == "start":
             return self.start(*message[2:])
         if kind == "resources":
@@ -169,8 +174,16 @@ class Session:
             pid=pid,
         )
 
-    def page(self, fields: tuple[Any, ...], links: list[tuple[str, str]]) -> tuple[int, int, bool]:
-        """Write one exchange; answer (records, bytes, whether the response is a revisit)."""
+    def page(
+        self,
+        fields: tuple[Any, ...],
+        links: list[tuple[str, str]],
+        refers_to: tuple[str, str, str | None, str | None] | None = None,
+    ) -> tuple[int, int, bool]:
+        """Write one exchange; answer (records, bytes, whether the response is a revisit).
+
+        `refers_to` (URI, date, record id, payload digest) is the stored capture a 304 confirmed.
+        """
         if self.rotator is None:
             raise ArchiveError("WARC writer used before crawl_started")
         page = page_of(fields)
@@ -181,6 +194,8 @@ class Session:
             originals,
             dedup=self.settings.dedup,
             metadata=self.settings.metadata,
+            not_modified=Original(*refers_to[:3]) if refers_to is not None else None,
+            not_modified_digest=refers_to[3] if refers_to is not None else None,
         )
         self._write(built)
         revisit = any(r.record_type == "revisit" for r in built.records)

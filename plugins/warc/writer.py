@@ -34,6 +34,7 @@ from archiver.model import Crawl, Link, Page
 
 from .records import warcinfo_fields
 from .settings import WarcSettings
+from .stored import UpdateLookup
 from .worker import frame, page_message, split_frames
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,14 @@ class WriterProcess:
         seq = next(self._seq)
         return self._send(seq, frame((kind, seq, *args)))
 
-    def send_page(self, page: Page, links: Sequence[Link]) -> asyncio.Future[Any]:
+    def send_page(
+        self,
+        page: Page,
+        links: Sequence[Link],
+        refers_to: tuple[str, str, str | None, str | None] | None = None,
+    ) -> asyncio.Future[Any]:
         seq = next(self._seq)
-        return self._send(seq, page_message(seq, page, links))
+        return self._send(seq, page_message(seq, page, links, refers_to))
 
     def _send(self, seq: int, data: bytes) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -141,8 +147,10 @@ class WriterProcess:
 class WarcWriter:
     """Writes ``ARCHIVE/warc/*.warc.gz`` for one crawl; registered by `configure`."""
 
-    def __init__(self, settings: WarcSettings) -> None:
+    def __init__(self, settings: WarcSettings, stored: UpdateLookup | None = None) -> None:
         self.settings = settings
+        self.stored = stored
+        """The archive's latest captures during an update: what a 304 revisit points at."""
         self._process: WriterProcess | None = None
         self._slots: asyncio.Semaphore | None = None
 
@@ -167,10 +175,13 @@ class WarcWriter:
         process = self._process
         if process is None or self._slots is None:
             raise ArchiveError("WARC writer used before crawl_started")
+        refers_to = None
+        if page.unchanged and page.status == 304 and self.stored is not None:
+            refers_to = self.stored.refers_to(page.url)
         async with self._slots:
             # Once sent, a page is written even if this task is cancelled (its answer is then
             # dropped); a later ``close`` is still handled after it: the pipe keeps the order.
-            records, size, revisit = await process.settle(process.send_page(page, links))
+            records, size, revisit = await process.settle(process.send_page(page, links, refers_to))
         crawl.stats["warc.records"] += records
         crawl.stats["warc.bytes"] += size
         if revisit:

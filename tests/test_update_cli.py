@@ -1,0 +1,76 @@
+"""``archiver crawl --update`` from the command line: killed with SIGKILL, then the same command again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+
+from aiohttp import web
+from test_resume import FAST, PLUGINS, captures, run_cli, start_cli
+
+from archiver.history import HISTORY_NAME, read_history
+from archiver.status import archive_status
+from archiver.testing import Handler, Site
+
+
+def build_tagged_site(site: Site, pages: int) -> None:
+    """`pages` pages in a ring with shortcuts, each with a strong ETag, answering 304 when it matches."""
+
+    def handler(i: int) -> Handler:
+        links = sorted({f"/p{(i + 1) % pages}", f"/p{(i * 7 + 3) % pages}"})
+        anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+        body = f"<html><head><title>page {i}</title></head><body><p>Page {i}.</p>{anchors}</body></html>"
+        tag = '"' + hashlib.sha1(body.encode()).hexdigest()[:12] + '"'
+
+        async def serve(request: web.Request) -> web.StreamResponse:
+            await asyncio.sleep(0.01)
+            if request.headers.get("If-None-Match") == tag:
+                return web.Response(status=304, headers={"ETag": tag})
+            return web.Response(text=body, content_type="text/html", headers={"ETag": tag})
+
+        return serve
+
+    for i in range(pages):
+        site.handler(f"/p{i}", handler(i))
+
+
+async def test_sigkill_during_an_update_then_the_same_command_resumes_it(site: Site, tmp_path: Path) -> None:
+    pages = 150
+    build_tagged_site(site, pages)
+    archive = tmp_path / "a"
+    code, _, err = await run_cli(
+        "crawl", site.url("/p0"), "-o", str(archive), *FAST, *PLUGINS, "--max-tasks", "4"
+    )
+    assert code == 0, err
+    report = json.loads((archive / "report.json").read_text())
+    (archive / HISTORY_NAME).unlink()  # as an archive made before crawls were numbered
+    site.hits.clear()
+    await asyncio.sleep(1.1)  # captures are dated to the second: the update's are all later
+
+    update = ["crawl", "--update", str(archive), "-q"]
+    proc = await start_cli(*update)
+    while proc.returncode is None and site.hits.total() < 60:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 0.005)
+    assert proc.returncode is None, "the update ended before it could be killed"
+    proc.kill()
+    await proc.communicate()
+    assert archive_status(archive).state == "resumable"
+    code, _, err = await run_cli(*update)
+    assert code == 0, err
+
+    runs = read_history(archive)
+    assert [(r.number, r.mode, r.complete) for r in runs] == [(1, "crawl", True), (2, "update", True)]
+    assert runs[0].started.isoformat() == report["started_at"]
+    assert runs[1].resumes == 1
+    counts = captures(archive)
+    assert len(counts) == pages and set(counts.values()) == {2}  # one capture per crawl, none twice
+    assert archive_status(archive).state == "complete"
+
+    code, _, err = await run_cli("crawl", site.url("/p0"), "-o", str(archive), *FAST, *PLUGINS, "--update")
+    assert code == 0, err
+    assert [r.mode for r in read_history(archive)] == ["crawl", "update", "update"]
+    assert set(captures(archive).values()) == {3}
