@@ -32,8 +32,8 @@ COMPRESSED_BLOCK = 8
 
 
 class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
-    def __init__(self, ix: Any, memory_mb: int = WRITER_MEMORY_MB, **kwargs: Any) -> None:
-        super().__init__(ix, limitmb=int(memory_mb * HEADROOM), codec=_Codec(), **kwargs)
+    def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
+        super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
         self._full_at = memory_mb * 1024 * 1024
 
     @property
