@@ -412,10 +412,8 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
     print(
         f"  catch-up {processes} vs 1 process: {catch_up[processes][0] / catch_up[1][0]:.2f}x the wall time"
     )
-    same = top10(folder / "catch-up-1") == top10(folder / f"catch-up-{processes}")
-    print(
-        f"  top 10 of {len(queries())} queries, 1 vs {processes} processes: {'same' if same else 'DIFFERENT'}"
-    )
+    same = compared(top10(folder / "catch-up-1"), top10(folder / f"catch-up-{processes}"))
+    print(f"  top 10 of {len(queries())} queries, 1 vs {processes} processes: {same}")
 
     everything = list(pages(count))
     archive = folder / "warcs"
@@ -444,12 +442,10 @@ merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
 """
     joined = child(merge)
     note("merge of 3 worker archives", joined)
-    same = top10(merged) == top10(folder / "catch-up-1")
+    same = compared(top10(merged), top10(folder / "catch-up-1"))
     rebuilt = child(reindex_code(merged, 1))
     note("the rebuild merge did before", rebuilt)
-    print(
-        f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 {'same' if same else 'DIFFERENT'}"
-    )
+    print(f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 against the catch-up: {same}")
 
 
 def memory_curve(counts: list[int], batch_size: int, folder: Path, against: str | None = None) -> None:
