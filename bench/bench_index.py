@@ -6,6 +6,7 @@
     python bench/bench_index.py --pages 300 --analyzer          # analyzer CPU: filter chain vs one pass
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
     python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
+    python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # the writer A/B, CPU a page
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
@@ -39,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent.parent))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from archiver_plugins.index.search import search
@@ -261,12 +263,14 @@ def analyzer_cpu(count: int) -> None:
     print(f"  ({count} pages, best of 3; {load()})")
 
 
-def child(code: str, stdin: bytes | None = None) -> tuple[float, float, float]:
+def child(code: str, stdin: bytes | None = None, source: Path | None = None) -> tuple[float, float, float]:
     """Run Python `code` in a child process: (wall s, CPU s, peak RSS MB of the largest of it
     and its descendants).  The peak is each process's VmHWM, read every 50 ms: the
-    rusage of a child also counts the parent's memory it was forked from."""
+    rusage of a child also counts the parent's memory it was forked from.  With `source`
+    (from `source_of`), the child runs that revision's code."""
+    env = dict(os.environ, PYTHONPATH=str(source)) if source is not None else None
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE if stdin else None)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE if stdin else None, env=env)
     if stdin:
         assert proc.stdin is not None
         proc.stdin.write(stdin)
@@ -408,10 +412,8 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
     print(
         f"  catch-up {processes} vs 1 process: {catch_up[processes][0] / catch_up[1][0]:.2f}x the wall time"
     )
-    same = top10(folder / "catch-up-1") == top10(folder / f"catch-up-{processes}")
-    print(
-        f"  top 10 of {len(queries())} queries, 1 vs {processes} processes: {'same' if same else 'DIFFERENT'}"
-    )
+    same = compared(top10(folder / "catch-up-1"), top10(folder / f"catch-up-{processes}"))
+    print(f"  top 10 of {len(queries())} queries, 1 vs {processes} processes: {same}")
 
     everything = list(pages(count))
     archive = folder / "warcs"
@@ -440,32 +442,40 @@ merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
 """
     joined = child(merge)
     note("merge of 3 worker archives", joined)
-    same = top10(merged) == top10(folder / "catch-up-1")
+    same = compared(top10(merged), top10(folder / "catch-up-1"))
     rebuilt = child(reindex_code(merged, 1))
     note("the rebuild merge did before", rebuilt)
-    print(
-        f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 {'same' if same else 'DIFFERENT'}"
-    )
+    print(f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 against the catch-up: {same}")
 
 
-def memory_curve(counts: list[int], batch_size: int, folder: Path) -> None:
-    """Peak RSS of one writer process (as while a crawl runs, or with processes = 1) that
-    drains a spool of each size: flat when the writer's memory does not grow with pages."""
+def memory_curve(counts: list[int], batch_size: int, folder: Path, against: str | None = None) -> None:
+    """Peak RSS and CPU of one writer process (as while a crawl runs, or with processes = 1)
+    that drains a spool of each size: flat when the writer's memory does not grow with
+    pages.  With `against`, that revision's writer drains the same spool just before."""
+    from bench.bench_crawl import source_of
+
+    revisions: list[tuple[str, Path | None]] = [("current", None)]
+    if against:
+        revisions.insert(0, (against, source_of(against, folder / "against")))
     for count in counts:
-        archive = folder / f"curve-{count}"
-        spool_pages(archive, count)
-        drain = f"""
+        spooled = folder / f"spool-{count}"
+        spool_pages(spooled, count)
+        for label, source in revisions:
+            archive = folder / f"curve-{count}"
+            shutil.copytree(spooled, archive)
+            drain = f"""
 import sys
 from archiver_plugins.index.writer import main
 sys.exit(main([{str(archive)!r}, "--processes", "1", "--batch-size", "{batch_size}"]))
 """
-        wall, cpu, rss = child(drain, stdin=b"drain\n")
-        print(
-            f"writer, {count:7,} pages: peak RSS {rss:6.0f} MB"
-            f"  wall {wall:7.1f} s  CPU {cpu:7.1f} s  ({load()})",
-            flush=True,
-        )
-        shutil.rmtree(archive, ignore_errors=True)
+            wall, cpu, rss = child(drain, stdin=b"drain\n", source=source)
+            print(
+                f"writer ({label}), {count:7,} pages: peak RSS {rss:6.0f} MB  wall {wall:7.1f} s"
+                f"  CPU {cpu:7.1f} s = {cpu / count * 1000:5.1f} ms a page  ({load()})",
+                flush=True,
+            )
+            shutil.rmtree(archive, ignore_errors=True)
+        shutil.rmtree(spooled, ignore_errors=True)
 
 
 def main() -> None:
@@ -486,11 +496,13 @@ def main() -> None:
     parser.add_argument(
         "--memory-curve", metavar="N,N,...", help="only: peak RSS of the writer process for each page count"
     )
+    parser.add_argument("--against", metavar="REV", help="with --memory-curve: the writer of REV too")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
         if args.memory_curve:
-            memory_curve([int(n) for n in args.memory_curve.split(",")], args.batch_size, folder)
+            counts = [int(n) for n in args.memory_curve.split(",")]
+            memory_curve(counts, args.batch_size, folder, args.against)
         elif args.analyzer:
             analyzer_cpu(args.pages)
         elif args.parallel:

@@ -2,9 +2,10 @@
 
 whoosh lets one writer hold an index, and one Python process uses one core.  So the
 spool is indexed in rounds: the writer (which holds the lock) gives each of N worker
-processes a share of the next spooled rows; each parses its pages and writes them as a
-new segment of the index (a whoosh `SegmentWriter` without the lock, as whoosh's own
-multi-process writer does), and returns the segment.  The writer then removes earlier
+processes a share of the next spooled rows; each parses its pages and writes them as
+new segments of the index (whoosh segment writers without the lock, as whoosh's own
+multi-process writer does; a new segment whenever one's postings fill its memory), and
+returns the segments.  The writer then removes earlier
 documents of the round's URLs and commits the new segments in one table of contents,
 and only then deletes the round's rows from the spool: a kill at any point leaves every
 page either committed once or still spooled (segment files no table of contents lists
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
-from whoosh.writing import NO_MERGE, SegmentWriter
+from whoosh.writing import NO_MERGE
 
+from .segment import SegmentBuilder
 from .spool import Spool
-from .store import INDEX_NAME, WRITER_MEMORY_MB, make_document
+from .store import INDEX_NAME, make_document
 
 log = logging.getLogger("archiver.index")
 
@@ -95,9 +97,8 @@ class Workers:
                         raise RuntimeError(f"index worker exited with {dead[0].exitcode}") from None
             if isinstance(result, BaseException):
                 raise result
-            segment, done, failed = result
-            if segment is not None:
-                segments.append(segment)
+            written, done, failed = result
+            segments += written
             indexed += done
             skipped += failed
         return segments, indexed, skipped
@@ -116,7 +117,7 @@ class Workers:
 
 
 def _work(folder: str, spool_file: str, max_chars: int, jobs: Any, results: Any, parent: int) -> None:
-    """One worker: for each share of rows, one new segment (or None when nothing was indexable)."""
+    """One worker: for each share of rows, its new segments (none when nothing was indexable)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the writer decides when to stop
@@ -133,7 +134,7 @@ def _work(folder: str, spool_file: str, max_chars: int, jobs: Any, results: Any,
             if row_ids is None:
                 return
             try:
-                results.put(_segment(ix, spool, row_ids, max_chars))
+                results.put(_segments(ix, spool, row_ids, max_chars))
             except Exception as exc:
                 results.put(RuntimeError(f"index worker failed: {exc}"))
     finally:
@@ -141,7 +142,9 @@ def _work(folder: str, spool_file: str, max_chars: int, jobs: Any, results: Any,
         ix.close()
 
 
-def _segment(ix: Any, spool: Spool, row_ids: list[int], max_chars: int) -> tuple[Any, int, int]:
+def _segments(ix: Any, spool: Spool, row_ids: list[int], max_chars: int) -> tuple[list[Any], int, int]:
+    """The pages of `row_ids` as new segments: one, or more when a segment's pool fills."""
+    segments: list[Any] = []
     writer: Any = None
     indexed = skipped = 0
     for capture in spool.rows(row_ids):
@@ -151,15 +154,22 @@ def _segment(ix: Any, spool: Spool, row_ids: list[int], max_chars: int) -> tuple
             log.warning("index: skipped %s: %s", capture.url, exc)
             skipped += 1
             continue
+        if writer is not None and writer.full:
+            segments.append(_written(writer))
+            writer = None
         if writer is None:
-            writer = SegmentWriter(ix, _lk=False, limitmb=WRITER_MEMORY_MB)
+            writer = SegmentBuilder(ix, _lk=False)
         writer.add_document(**document)
         indexed += 1
-    if writer is None:
-        return None, 0, skipped
+    if writer is not None:
+        segments.append(_written(writer))
+    return segments, indexed, skipped
+
+
+def _written(writer: Any) -> Any:
     segment = writer._finalize_segment()
     writer._finish()
-    return segment, indexed, skipped
+    return segment
 
 
 def commit_segments(ix: Any, segments: list[Any], replaced: Sequence[str]) -> None:

@@ -29,10 +29,10 @@ from typing import Any
 
 from archiver.errors import ArchiveLockedError
 
+from .segment import SegmentBuilder
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
-    WRITER_MEMORY_MB,
     Capture,
     WriterLock,
     make_document,
@@ -60,8 +60,9 @@ class Batcher:
         self._batch_urls: set[str] = set()
 
     def add(self, capture: Capture, *, replace: bool = True) -> None:
-        if capture.url in self._batch_urls:
-            # whoosh's update_document cannot see documents of its own uncommitted batch
+        if capture.url in self._batch_urls or (self._writer is not None and self._writer.full):
+            # whoosh's update_document cannot see documents of its own uncommitted batch;
+            # a full segment is written before its postings spill to disk
             self.commit()
         try:
             document = make_document(capture, self.max_chars)
@@ -70,7 +71,7 @@ class Batcher:
             self.skipped += 1
             return
         if self._writer is None:
-            self._writer = self.ix.writer(limitmb=WRITER_MEMORY_MB, timeout=30.0)
+            self._writer = SegmentBuilder(self.ix, timeout=30.0)
             self._since = time.monotonic()
         if replace:
             self._writer.update_document(**document)
@@ -82,7 +83,11 @@ class Batcher:
     def due(self) -> bool:
         if not self.uncommitted:
             return False
-        return self.uncommitted >= self.batch_size or time.monotonic() - self._since >= self.batch_seconds
+        return (
+            self.uncommitted >= self.batch_size
+            or self._writer.full
+            or time.monotonic() - self._since >= self.batch_seconds
+        )
 
     def commit(self) -> int:
         """Commit what was added; returns how many documents that was."""

@@ -1,0 +1,93 @@
+"""whoosh's segment writer, sized so that a segment's postings are sorted in memory.
+
+whoosh collects a segment's postings in a pool; past the pool's size it pickles them,
+sorted, to a run file on disk, and merges the runs (unpickling every posting) when the
+segment is written.  On the bench pages that round trip was a third of the indexing time.
+So a `SegmentBuilder` is `full` a little before its pool would spill, and its owner
+starts a new segment then: memory stays bounded by the pool, and no posting goes through
+a run file unless one page alone is larger than the headroom left for it.
+
+Writing the segment asks for the length of the field of each posting's document, one
+column read per posting; `_FieldLengths` reads each field's column once.  And whoosh
+zlib-compresses every block of postings, most of which hold a rare word's one or two
+postings in a few dozen bytes that compression does not make smaller, at a fixed cost
+per call: `_Codec` leaves such blocks as they are.  Each block says whether it is
+compressed, so any whoosh reads them; the segments name whoosh's own codec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
+from whoosh.writing import SegmentWriter
+
+from .store import WRITER_MEMORY_MB
+
+HEADROOM = 1.5
+"""The pool spills only past this many times `WRITER_MEMORY_MB`: room for the page that
+fills a segment (a page of `max_chars` text adds a few MB of postings)."""
+COMPRESSED_BLOCK = 8
+"""Posting blocks of fewer postings are written uncompressed."""
+
+
+class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
+    def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
+        super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
+        self._full_at = memory_mb * 1024 * 1024
+
+    @property
+    def full(self) -> bool:
+        """The postings held reach the memory the segment was given: time to write it."""
+        return bool(self.pool.currentsize >= self._full_at)
+
+    def _flush_segment(self) -> None:
+        self.perdocwriter.close()
+        lengths = _FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
+        self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
+        self.fieldwriter.close()
+        if lengths is not None:
+            lengths.close()
+
+
+class _FieldLengths:
+    """A per-document reader's `doc_field_length`, each field's column read once."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self._count = reader.doc_count_all()
+        self._tables: dict[str, list[Any]] = {}
+
+    def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> Any:
+        table = self._tables.get(fieldname)
+        if table is None:
+            read = self._reader.doc_field_length
+            table = self._tables[fieldname] = [read(d, fieldname, default) for d in range(self._count)]
+        return table[docnum]
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class _Codec(W3Codec):  # type: ignore[misc]
+    def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
+        return _PostingsWriter(
+            dbfile,
+            blocklimit=self._blocklimit,
+            byteids=byteids,
+            compression=self._compression,
+            inlinelimit=self._inlinelimit,
+        )
+
+    def new_segment(self, storage: Any, indexname: str) -> Any:
+        return W3Segment(W3Codec(), indexname)
+
+
+class _PostingsWriter(W3PostingsWriter):  # type: ignore[misc]
+    def __init__(self, *args: Any, compression: int = 3, **kwargs: Any) -> None:
+        super().__init__(*args, compression=compression, **kwargs)
+        self._level = compression
+
+    def _write_block(self, last: bool = False) -> None:
+        self._compression = self._level if len(self._ids) >= COMPRESSED_BLOCK else 0
+        super()._write_block(last)
