@@ -174,6 +174,10 @@ def human_summary(report: dict[str, Any]) -> str:
         f" {report['failed']} failed, {report['redirects']} redirects.",
         f"Status: {classes}.",
     ]
+    if report.get("not_modified"):
+        lines.append(
+            f"Not modified since the last crawl: {report['not_modified']} (304; the stored copy stands)."
+        )
     for label, key in (("Errors", "errors_by_kind"), ("Skipped", "skipped_by_reason")):
         if report[key]:
             lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in report[key].items()) + ".")

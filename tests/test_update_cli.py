@@ -12,6 +12,7 @@ from aiohttp import web
 from test_resume import FAST, PLUGINS, captures, run_cli, start_cli
 
 from archiver.history import HISTORY_NAME, read_history
+from archiver.runner import human_summary
 from archiver.status import archive_status
 from archiver.testing import Handler, Site
 
@@ -72,5 +73,7 @@ async def test_sigkill_during_an_update_then_the_same_command_resumes_it(site: S
 
     code, _, err = await run_cli("crawl", site.url("/p0"), "-o", str(archive), *FAST, *PLUGINS, "--update")
     assert code == 0, err
+    summary = human_summary(json.loads((archive / "report.json").read_text()))
+    assert f"Not modified since the last crawl: {pages} (304" in summary
     assert [r.mode for r in read_history(archive)] == ["crawl", "update", "update"]
     assert set(captures(archive).values()) == {3}
