@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..api import PLUGIN_SETTINGS
 from ..config import load_config
-from ..history import Mode
 from ..terminal import echo
 from . import output_options, plugin_options
+
+if TYPE_CHECKING:
+    from ..history import Mode
 
 log = logging.getLogger("archiver")
 

@@ -8,8 +8,6 @@ from pathlib import Path
 import click
 
 from ..archive import require_archive
-from ..history import read_history
-from ..history_lines import history_json, history_lines
 from ..manager import Hooks, make_plugin_manager
 from ..status import (
     COMPLETE,
@@ -58,6 +56,9 @@ def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     """
     status = archive_status(require_archive(archive))
     status.plugins = Hooks(make_plugin_manager()).archive_status(archive, status)
+    from ..history import read_history
+    from ..history_lines import history_json, history_lines
+
     runs = read_history(archive) if archive.is_dir() else []
     if as_json:
         found = {**status.to_json(), "crawls": history_json(runs, status.state == RUNNING)}
