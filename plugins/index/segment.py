@@ -17,6 +17,7 @@ compressed, so any whoosh reads them; the segments name whoosh's own codec.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
@@ -35,6 +36,8 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
         super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
         self._full_at = memory_mb * 1024 * 1024
+        self.merged: Iterator[Any] | None = None
+        """Postings already sorted (a merge of segments, `tiers.py`), written instead of the pool's."""
 
     @property
     def full(self) -> bool:
@@ -44,7 +47,8 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
         lengths = _FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
-        self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
+        postings = self.pool.iter_postings() if self.merged is None else self.merged
+        self.fieldwriter.add_postings(self.schema, lengths, postings)
         self.fieldwriter.close()
         if lengths is not None:
             lengths.close()

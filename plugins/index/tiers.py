@@ -1,0 +1,87 @@
+"""A bound on the index's segment count: segments of one size tier merged into one of the next.
+
+Segments are written when their postings fill the writer's memory (`segment.py`), a few
+hundred pages each, and a crawl-time writer commits one every few seconds; whoosh keeps a
+file open per segment while searching and scores them one by one.  So a segment's tier is
+the order of magnitude (in `SEGMENTS_PER_TIER`) of its live documents, and whenever a tier
+holds `SEGMENTS_PER_TIER` segments they become one segment of the next tier, as Lucene's
+tiered merge does: at most ``SEGMENTS_PER_TIER - 1`` segments a tier, a few tiers for any
+archive, and each posting is rewritten once per tier it climbs.
+
+whoosh merges by sending every posting of the merged segments through its writer's pool,
+which spills past its memory to pickled run files (the cost `segment.py` avoids).  But each
+segment's postings are already sorted by field and term, and the documents of the later
+segment follow those of the earlier one: the merged postings are the segments' streams
+merged term by term, written straight to the new segment.  Memory holds one term's
+position per segment and the new segment's field lengths, not the postings.
+
+`merge_tiers` is a whoosh merge policy (``writer.commit(mergetype=merge_tiers)``): the
+merged segments and the commit's own are listed in the one table of contents the commit
+writes, so a kill leaves either the old segments or the new ones (files no table of
+contents lists are removed by the next commit), and deleted documents are dropped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from whoosh.index import FileIndex
+from whoosh.reading import SegmentReader
+
+from .segment import SegmentBuilder
+
+SEGMENTS_PER_TIER = 10
+"""A tier holding this many segments is merged into one segment of the next tier."""
+
+
+def tier(segment: Any) -> int:
+    """The order of magnitude of the segment's live documents, in `SEGMENTS_PER_TIER`."""
+    return int(math.log(max(segment.doc_count(), 1), SEGMENTS_PER_TIER))
+
+
+def merge_tiers(writer: Any, segments: Sequence[Any]) -> list[Any]:
+    """The `segments` with every full tier merged into one segment, tier by tier upwards
+    (a merge may fill the next tier), and the segments without live documents dropped.
+    Called with `writer` holding the index's lock."""
+    kept = [segment for segment in segments if segment.doc_count() > 0]
+    while True:
+        tiers: dict[int, list[Any]] = {}
+        for segment in kept:
+            tiers.setdefault(tier(segment), []).append(segment)
+        full = [level for level, members in tiers.items() if len(members) >= SEGMENTS_PER_TIER]
+        if not full:
+            return kept
+        group = tiers[min(full)]
+        merged = merge_segments(writer, group)
+        kept = [segment for segment in kept if all(segment is not member for member in group)]
+        kept.append(merged)
+
+
+def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
+    """One new segment with the live documents of `group`, in their order."""
+    ix = FileIndex(writer.storage, writer.schema, writer.indexname)
+    builder = SegmentBuilder(ix, _lk=False)
+    readers = [SegmentReader(writer.storage, writer.schema, segment) for segment in group]
+    try:
+        fieldnames = set(writer.schema.names())
+        streams: list[Iterator[Any]] = []
+        for reader in readers:
+            first = builder.docnum
+            docmap = builder.write_per_doc(fieldnames | set(reader.indexed_field_names()), reader)
+            streams.append(builder._process_posts(reader.iter_postings(), first, docmap))
+        # heapq.merge keeps the streams' order on equal terms: document numbers ascend
+        builder.merged = heapq.merge(*streams, key=operator.itemgetter(0, 1))
+        builder._added = True
+        segment = builder._finalize_segment()
+    except BaseException:
+        builder._close_segment()
+        raise
+    finally:
+        for reader in readers:
+            reader.close()
+        builder.is_closed = True  # its temporary folder is the committing writer's: kept
+    return segment
