@@ -8,7 +8,7 @@ starts a new segment then: memory stays bounded by the pool, and no posting goes
 a run file unless one page alone is larger than the headroom left for it.
 
 Writing the segment asks for the length of the field of each posting's document, one
-column read per posting; `_FieldLengths` reads each field's column once.  And whoosh
+column read per posting; `FieldLengths` reads each field's column once.  And whoosh
 zlib-compresses every block of postings, most of which hold a rare word's one or two
 postings in a few dozen bytes that compression does not make smaller, at a fixed cost
 per call: `_Codec` leaves such blocks as they are.  Each block says whether it is
@@ -17,7 +17,6 @@ compressed, so any whoosh reads them; the segments name whoosh's own codec.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
@@ -36,8 +35,6 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
         super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
         self._full_at = memory_mb * 1024 * 1024
-        self.merged: Iterator[Any] | None = None
-        """Postings already sorted (a merge of segments, `tiers.py`), written instead of the pool's."""
 
     @property
     def full(self) -> bool:
@@ -46,15 +43,14 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        lengths = _FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
-        postings = self.pool.iter_postings() if self.merged is None else self.merged
-        self.fieldwriter.add_postings(self.schema, lengths, postings)
+        lengths = FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
+        self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
         self.fieldwriter.close()
         if lengths is not None:
             lengths.close()
 
 
-class _FieldLengths:
+class FieldLengths:
     """A per-document reader's `doc_field_length`, each field's column read once."""
 
     def __init__(self, reader: Any) -> None:

@@ -12,8 +12,9 @@ whoosh merges by sending every posting of the merged segments through its writer
 which spills past its memory to pickled run files (the cost `segment.py` avoids).  But each
 segment's postings are already sorted by field and term, and the documents of the later
 segment follow those of the earlier one: the merged postings are the segments' streams
-merged term by term, written straight to the new segment.  Memory holds one term's
-position per segment and the new segment's field lengths, not the postings.
+merged term by term and copied, a block of postings at a time, straight to the new
+segment.  Memory holds a block of postings per segment and the new segment's field
+lengths, not the postings.
 
 `merge_tiers` is a whoosh merge policy (``writer.commit(mergetype=merge_tiers)``): the
 merged segments and the commit's own are listed in the one table of contents the commit
@@ -24,15 +25,17 @@ contents lists are removed by the next commit), and deleted documents are droppe
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
-from .segment import SegmentBuilder
+from .segment import FieldLengths, SegmentBuilder
 
 SEGMENTS_PER_TIER = 10
 """A tier holding this many segments is merged into one segment of the next tier."""
@@ -68,15 +71,21 @@ def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
     readers = [SegmentReader(writer.storage, writer.schema, segment) for segment in group]
     try:
         fieldnames = set(writer.schema.names())
-        streams: list[Iterator[Any]] = []
+        docmaps: list[dict[int, int]] = []
         for reader in readers:
             first = builder.docnum
             docmap = builder.write_per_doc(fieldnames | set(reader.indexed_field_names()), reader)
-            streams.append(builder._process_posts(reader.iter_postings(), first, docmap))
-        # heapq.merge keeps the streams' order on equal terms: document numbers ascend
-        builder.merged = heapq.merge(*streams, key=operator.itemgetter(0, 1))
+            docmaps.append(docmap or {n: first + n for n in range(reader.doc_count_all())})
+        builder.perdocwriter.close()
+        lengths = FieldLengths(builder.per_document_reader())
+        try:
+            _write_postings(builder.fieldwriter, writer.schema, lengths, readers, docmaps)
+        finally:
+            lengths.close()
         builder._added = True
-        segment = builder._finalize_segment()
+        builder._close_segment()
+        builder._assemble_segment()
+        segment = builder.get_segment()
     except BaseException:
         builder._close_segment()
         raise
@@ -85,3 +94,58 @@ def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
             reader.close()
         builder.is_closed = True  # its temporary folder is the committing writer's: kept
     return segment
+
+
+def _write_postings(
+    fieldwriter: Any, schema: Any, lengths: FieldLengths, readers: Sequence[Any], docmaps: Sequence[Any]
+) -> None:
+    """Every term of the `readers` in order; a term's postings segment after segment, so
+    their new document numbers ascend."""
+    terms = heapq.merge(*(_terms(reader, number) for number, reader in enumerate(readers)))
+    field = None
+    length = lengths.doc_field_length
+    for (fieldname, text), holders in itertools.groupby(terms, key=operator.itemgetter(0, 1)):
+        if fieldname not in schema:
+            continue
+        if fieldname != field:
+            if field is not None:
+                fieldwriter.finish_field()
+            field = fieldname
+            fieldwriter.start_field(fieldname, schema[fieldname])
+        fieldwriter.start_term(text)
+        add = fieldwriter.add
+        format_ = schema[fieldname].format
+        for _, _, number, terminfo in holders:
+            docmap = docmaps[number]
+            for docnum, weight, value in _postings(readers[number], terminfo, format_):
+                new = docmap.get(docnum)
+                if new is not None:  # None: a deleted document
+                    add(new, weight, value, length(new, fieldname))
+        fieldwriter.finish_term()
+    if field is not None:
+        fieldwriter.finish_field()
+
+
+def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, Any]]:
+    """The segment's terms in order, with where their postings are (one pass of its term
+    index, not a look-up per term)."""
+    for (fieldname, text), terminfo in reader._terms.items():
+        yield fieldname, text, number, terminfo
+
+
+def _postings(reader: Any, terminfo: Any, format_: Any) -> Iterator[tuple[int, float, bytes]]:
+    """A term's (document, weight, value) postings, deleted documents included, a block of
+    whoosh's posting file at a time (one call per posting costs as much as writing it)."""
+    if terminfo.is_inlined():
+        ids, weights, values = terminfo.inlined_postings()
+        yield from zip(ids, weights, (b"" if value is None else value for value in values), strict=True)
+        return
+    offset, length = terminfo.extent()
+    matcher = W3LeafMatcher(reader._terms._postfile, offset, length, format_)
+    while matcher.is_active():
+        matcher._read_ids()
+        matcher._read_weights()
+        matcher._read_values()
+        values = matcher._values if matcher._fixedsize != 0 else (b"",) * matcher._blocklength
+        yield from zip(matcher._ids, matcher._weights, values, strict=True)
+        matcher._next_block()
