@@ -7,9 +7,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+from archiver_plugins.index import tiers
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.store import create_index
-from archiver_plugins.index.tiers import SEGMENTS_PER_TIER, merge_tiers, tier
+from archiver_plugins.index.tiers import merge_tiers, tier
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.qparser import QueryParser
 
@@ -70,7 +72,10 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
     assert found["w0"] and found["w399"] and found['"w1 w2"']
 
 
-def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(tmp_path: Path) -> None:
+def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiers, "SEGMENTS_PER_TIER", 4)  # tiers of 1, 4, 16, 64... pages
     pages = documents(260)
     for name in ("tiered", "whole"):
         (tmp_path / name).mkdir()
@@ -92,11 +97,12 @@ def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(tmp_path: Path)
 
     segments = tiered._segments()
     per_tier = collections.Counter(tier(segment) for segment in segments)
-    assert len(counts) > 10 * SEGMENTS_PER_TIER  # whoosh alone would have kept a segment each
+    assert len(counts) > 10 * tiers.SEGMENTS_PER_TIER  # whoosh alone would have kept a segment each
     # a commit merges the full tiers, then adds its own segment
-    assert all(count <= SEGMENTS_PER_TIER for count in per_tier.values())
-    assert max(counts) <= 3 * SEGMENTS_PER_TIER
-    assert len(segments) < 3 * SEGMENTS_PER_TIER and max(per_tier) >= 2  # 260 pages: tiers 0 to 2
+    assert all(count <= tiers.SEGMENTS_PER_TIER for count in per_tier.values())
+    levels = 5  # 260 pages: tiers 0 to 4
+    assert max(counts) <= levels * tiers.SEGMENTS_PER_TIER
+    assert max(per_tier) >= 3
     assert sum(segment.deleted_count() for segment in segments) == 0  # merged away
     assert tiered.doc_count() == whole.doc_count() == len(pages)
     found = hits(tiered)

@@ -37,8 +37,12 @@ from whoosh.reading import SegmentReader
 
 from .segment import FieldLengths, SegmentBuilder
 
-SEGMENTS_PER_TIER = 10
-"""A tier holding this many segments is merged into one segment of the next tier."""
+SEGMENTS_PER_TIER = 32
+"""A tier holding this many segments is merged into one segment of the next tier.  A merge
+costs about as much CPU as indexing its pages did, and each page is merged once per tier
+it climbs: with ~270-page segments no page is merged below ~8,600 pages and once up to
+~270,000, and such an archive keeps under a hundred segments (whoosh opens a file per
+segment when searching; the limit is often 1,024)."""
 
 
 def tier(segment: Any) -> int:
@@ -112,16 +116,20 @@ def _write_postings(
                 fieldwriter.finish_field()
             field = fieldname
             fieldwriter.start_field(fieldname, schema[fieldname])
-        fieldwriter.start_term(text)
         add = fieldwriter.add
         format_ = schema[fieldname].format
+        started = False  # a term whose documents were all deleted is left out
         for _, _, number, terminfo in holders:
             docmap = docmaps[number]
             for docnum, weight, value in _postings(readers[number], terminfo, format_):
                 new = docmap.get(docnum)
                 if new is not None:  # None: a deleted document
+                    if not started:
+                        fieldwriter.start_term(text)
+                        started = True
                     add(new, weight, value, length(new, fieldname))
-        fieldwriter.finish_term()
+        if started:
+            fieldwriter.finish_term()
     if field is not None:
         fieldwriter.finish_field()
 
