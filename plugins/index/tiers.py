@@ -5,8 +5,9 @@ hundred pages each, and a crawl-time writer commits one every few seconds; whoos
 file open per segment while searching and scores them one by one.  So a segment's tier is
 the order of magnitude (in `SEGMENTS_PER_TIER`) of its live documents, and whenever a tier
 holds `SEGMENTS_PER_TIER` segments they become one segment of the next tier, as Lucene's
-tiered merge does: at most ``SEGMENTS_PER_TIER - 1`` segments a tier, a few tiers for any
-archive, and each posting is rewritten once per tier it climbs.
+tiered merge does: at most `SEGMENTS_PER_TIER` segments a tier (a commit merges, then
+adds its own segment), a few tiers for any archive, and each posting is rewritten once per
+tier it climbs.
 
 whoosh merges by sending every posting of the merged segments through its writer's pool,
 which spills past its memory to pickled run files (the cost `segment.py` avoids).  But each
@@ -41,8 +42,8 @@ SEGMENTS_PER_TIER = 32
 """A tier holding this many segments is merged into one segment of the next tier.  A merge
 costs about as much CPU as indexing its pages did, and each page is merged once per tier
 it climbs: with ~270-page segments no page is merged below ~8,600 pages and once up to
-~270,000, and such an archive keeps under a hundred segments (whoosh opens a file per
-segment when searching; the limit is often 1,024)."""
+~270,000, and an index of up to a million pages keeps at most 128 segments (whoosh opens a
+file per segment when searching; the limit is often 1,024)."""
 
 
 def tier(segment: Any) -> int:
