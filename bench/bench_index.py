@@ -6,7 +6,7 @@
     python bench/bench_index.py --pages 300 --analyzer          # analyzer CPU: filter chain vs one pass
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
     python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
-    python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # the writer A/B, CPU a page
+    python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # writer A/B: CPU, segments, queries
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
