@@ -1,4 +1,4 @@
-"""Segments written when their postings fill the writer's memory: the same index, read by whoosh."""
+"""Segments written when their postings fill the writer's memory, merged by size tier: read by whoosh."""
 
 from __future__ import annotations
 
