@@ -6,7 +6,7 @@
     python bench/bench_index.py --pages 300 --analyzer          # analyzer CPU: filter chain vs one pass
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
     python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
-    python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # the writer A/B, CPU a page
+    python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # writer A/B: CPU, segments, queries
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
@@ -409,6 +409,7 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
 """
         catch_up[n] = child(drain, stdin=b"drain\n")
         note(f"catch-up of {count:,} pages, {n} process{'es' if n > 1 else ''}", catch_up[n])
+        print(f"  {segments(archive)} segments", flush=True)
     print(
         f"  catch-up {processes} vs 1 process: {catch_up[processes][0] / catch_up[1][0]:.2f}x the wall time"
     )
@@ -422,6 +423,7 @@ sys.exit(main([{str(archive)!r}, "--processes", "{n}", "--batch-size", "500"]))
     for n in (1, processes):
         rebuild[n] = child(reindex_code(archive, n))
         note(f"reindex of {count:,} pages, {n} process{'es' if n > 1 else ''}", rebuild[n])
+        print(f"  {segments(archive)} segments", flush=True)
     print(f"  reindex {processes} vs 1 process: {rebuild[processes][0] / rebuild[1][0]:.2f}x the wall time")
     print(f"  top 10, reindex vs catch-up: {compared(top10(archive), top10(folder / 'catch-up-1'))}")
 
@@ -448,10 +450,24 @@ merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
     print(f"  merge vs rebuild: {rebuilt[0] / joined[0]:.1f}x faster; top 10 against the catch-up: {same}")
 
 
-def memory_curve(counts: list[int], batch_size: int, folder: Path, against: str | None = None) -> None:
+def segments(archive: Path) -> int:
+    from whoosh.index import open_dir
+
+    ix = open_dir(str(whoosh_dir(archive)))
+    try:
+        return len(ix._segments())
+    finally:
+        ix.close()
+
+
+def memory_curve(
+    counts: list[int], batch_size: int, folder: Path, against: str | None = None, rounds: int = 5
+) -> None:
     """Peak RSS and CPU of one writer process (as while a crawl runs, or with processes = 1)
     that drains a spool of each size: flat when the writer's memory does not grow with
-    pages.  With `against`, that revision's writer drains the same spool just before."""
+    pages; then the index's segments and the latency of the bench queries (without
+    snippets) over them.  With `against`, that revision's writer drains the same spool
+    just before."""
     from bench.bench_crawl import source_of
 
     revisions: list[tuple[str, Path | None]] = [("current", None)]
@@ -469,9 +485,11 @@ from archiver_plugins.index.writer import main
 sys.exit(main([{str(archive)!r}, "--processes", "1", "--batch-size", "{batch_size}"]))
 """
             wall, cpu, rss = child(drain, stdin=b"drain\n", source=source)
+            latency = time_queries(archive, snippets=False, rounds=rounds)
             print(
                 f"writer ({label}), {count:7,} pages: peak RSS {rss:6.0f} MB  wall {wall:7.1f} s"
-                f"  CPU {cpu:7.1f} s = {cpu / count * 1000:5.1f} ms a page  ({load()})",
+                f"  CPU {cpu:7.1f} s = {cpu / count * 1000:5.1f} ms a page  {segments(archive):4} segments"
+                f"  query p50 {latency['p50_ms']:6.1f} ms p95 {latency['p95_ms']:6.1f} ms  ({load()})",
                 flush=True,
             )
             shutil.rmtree(archive, ignore_errors=True)
@@ -502,7 +520,7 @@ def main() -> None:
     try:
         if args.memory_curve:
             counts = [int(n) for n in args.memory_curve.split(",")]
-            memory_curve(counts, args.batch_size, folder, args.against)
+            memory_curve(counts, args.batch_size, folder, args.against, args.rounds)
         elif args.analyzer:
             analyzer_cpu(args.pages)
         elif args.parallel:

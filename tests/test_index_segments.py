@@ -1,13 +1,17 @@
-"""Segments written when their postings fill the writer's memory: the same index, read by whoosh."""
+"""Segments written when their postings fill the writer's memory, merged by size tier: read by whoosh."""
 
 from __future__ import annotations
 
+import collections
 import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+from archiver_plugins.index import tiers
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.store import create_index
+from archiver_plugins.index.tiers import merge_tiers, tier
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.qparser import QueryParser
 
@@ -66,3 +70,50 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
     found = hits(split)
     assert found == hits(whole)
     assert found["w0"] and found["w399"] and found['"w1 w2"']
+
+
+def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiers, "SEGMENTS_PER_TIER", 4)  # tiers of 1, 4, 16, 64... pages
+    pages = documents(260)
+    for name in ("tiered", "whole"):
+        (tmp_path / name).mkdir()
+    tiered = create_index(tmp_path / "tiered")
+    again = [{**page, "title": "again"} for page in pages[:10]]  # replaces: earlier documents deleted
+    sequence = [*pages[:20], *again, *pages[20:]]
+    counts = []
+    for start in range(0, len(sequence), 2):  # a commit every 2 pages: many small segments
+        writer = SegmentBuilder(tiered, memory_mb=1)
+        for page in sequence[start : start + 2]:
+            writer.update_document(**page)
+        writer.commit(mergetype=merge_tiers)
+        counts.append(len(tiered._segments()))
+
+    whole = create_index(tmp_path / "whole")
+    with whole.writer() as plain:
+        for page in [*again, *pages[10:]]:
+            plain.add_document(**page)
+
+    segments = tiered._segments()
+    per_tier = collections.Counter(tier(segment) for segment in segments)
+    assert len(counts) > 10 * tiers.SEGMENTS_PER_TIER  # whoosh alone would have kept a segment each
+    # a commit merges the full tiers, then adds its own segment
+    assert all(count <= tiers.SEGMENTS_PER_TIER for count in per_tier.values())
+    levels = 5  # 260 pages: tiers 0 to 4
+    assert max(counts) <= levels * tiers.SEGMENTS_PER_TIER
+    assert max(per_tier) >= 3
+    assert sum(segment.deleted_count() for segment in segments) == 0  # merged away
+    assert tiered.doc_count() == whole.doc_count() == len(pages)
+    found = hits(tiered)
+    assert found["w0"] and found["w399"] and found['"w1 w2"']
+
+    def urls(found: dict[str, list[tuple[float, str]]]) -> dict[str, list[str]]:
+        return {query: sorted(url for _, url in ranked) for query, ranked in found.items()}
+
+    # whoosh keeps a field's length in one byte: a merged document's length is that byte's
+    # value, so scores match once both indexes are merged (whoosh's own merge here)
+    assert urls(found) == urls(hits(whole))
+    for ix in (tiered, whole):
+        ix.writer().commit(optimize=True)
+    assert hits(tiered) == hits(whole)

@@ -6,11 +6,12 @@ processes a share of the next spooled rows; each parses its pages and writes the
 new segments of the index (whoosh segment writers without the lock, as whoosh's own
 multi-process writer does; a new segment whenever one's postings fill its memory), and
 returns the segments.  The writer then removes earlier
-documents of the round's URLs and commits the new segments in one table of contents,
+documents of the round's URLs and commits the new segments in one table of contents
+(with any size tier they fill merged, `tiers.py`),
 and only then deletes the round's rows from the spool: a kill at any point leaves every
 page either committed once or still spooled (segment files no table of contents lists
 are removed by the next commit).  Parsing happens in the workers, so a round costs the
-writer a few look-ups; the segments are committed as written, never merged again.
+writer a few look-ups.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from whoosh.filedb.filestore import FileStorage
-from whoosh.writing import NO_MERGE
 
 from .segment import SegmentBuilder
 from .spool import Spool
 from .store import INDEX_NAME, make_document
+from .tiers import merge_tiers
 
 log = logging.getLogger("archiver.index")
 
@@ -179,9 +180,9 @@ def commit_segments(ix: Any, segments: list[Any], replaced: Sequence[str]) -> No
         searcher = writer.searcher()  # cached by the writer, closed by `_finish`
         for url in replaced:
             writer.delete_by_term("url", url, searcher=searcher)
-        final = writer._merge_segments(NO_MERGE, None, None)
+        final = merge_tiers(writer, [*writer.segments, *segments])
         writer._close_segment()
-        writer._commit_toc(final + segments)
+        writer._commit_toc(final)
         writer._finish()
     except BaseException:
         writer.cancel()

@@ -8,7 +8,7 @@ starts a new segment then: memory stays bounded by the pool, and no posting goes
 a run file unless one page alone is larger than the headroom left for it.
 
 Writing the segment asks for the length of the field of each posting's document, one
-column read per posting; `_FieldLengths` reads each field's column once.  And whoosh
+column read per posting; `FieldLengths` reads each field's column once.  And whoosh
 zlib-compresses every block of postings, most of which hold a rare word's one or two
 postings in a few dozen bytes that compression does not make smaller, at a fixed cost
 per call: `_Codec` leaves such blocks as they are.  Each block says whether it is
@@ -43,14 +43,14 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
 
     def _flush_segment(self) -> None:
         self.perdocwriter.close()
-        lengths = _FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
+        lengths = FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
         self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
         self.fieldwriter.close()
         if lengths is not None:
             lengths.close()
 
 
-class _FieldLengths:
+class FieldLengths:
     """A per-document reader's `doc_field_length`, each field's column read once."""
 
     def __init__(self, reader: Any) -> None:

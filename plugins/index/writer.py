@@ -40,6 +40,7 @@ from .store import (
     spool_path,
     whoosh_dir,
 )
+from .tiers import merge_tiers
 
 log = logging.getLogger("archiver.index")
 
@@ -93,7 +94,7 @@ class Batcher:
         """Commit what was added; returns how many documents that was."""
         if self._writer is None:
             return 0
-        self._writer.commit()
+        self._writer.commit(mergetype=merge_tiers)
         done, self.uncommitted, self._writer = self.uncommitted, 0, None
         self._batch_urls.clear()
         self.indexed += done
