@@ -330,7 +330,7 @@ class Crawler:
 
         page, stored = outcome.page, None
         if self.crawl.mode == "update":
-            page, stored = await compare_with_stored(page, item, self.hooks.pm, self.crawl)
+            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl)
             stats["not_modified"] += stored is not None
         stats["pages"] += 1
         stats["bytes"] += len(page.body)

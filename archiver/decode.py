@@ -12,10 +12,15 @@ import io
 import re
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import brotli
 import charset_normalizer
 import zstandard
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .model import Page
 
 _STEP = 64 * 1024
 TEXT_TYPES_PREFIX = "text/"
@@ -181,3 +186,17 @@ def choose_encoding(content: bytes, content_type: str, declared: str | None) -> 
             return known_codec(best.encoding) or "utf-8", "detected"
         return "windows-1252", "default"
     return "utf-8", "default"
+
+
+async def decode_stored(page: Page, config: Config) -> Decoded:
+    """An archived body with its Content-Encoding undone, within the crawl's caps; in a thread,
+    since inflating up to `max_decoded_size` must not hold the event loop."""
+    import asyncio
+
+    return await asyncio.to_thread(
+        decode_content,
+        page.body,
+        page.header("Content-Encoding"),
+        config.max_decoded_size,
+        config.max_decompression_ratio,
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
 import socket
 import time
@@ -18,22 +17,25 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import aiohttp
-import pluggy
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from .config import Config
-from .decode import Decoded, choose_encoding, decode_content, is_textual
+from .decode import Decoded, choose_encoding, decode_content, decode_stored, is_textual
 from .errors import FetchError
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
 from .model import Page, find_header, parse_content_type
 from .urls import wire_url
+
+if TYPE_CHECKING:
+    from .manager import Hooks
+    from .model import Crawl
 
 _READ_CHUNK = 64 * 1024
 _THREAD_DECODE_OVER = 512 * 1024
@@ -314,9 +316,7 @@ def sent_validator(page: Page) -> bool:
     return any(find_header(page.request_headers, name) for name in VALIDATORS)
 
 
-async def compare_with_stored(
-    page: Page, item: Item, pm: pluggy.PluginManager, crawl: Any
-) -> tuple[Page, Page | None]:
+async def compare_with_stored(page: Page, item: Item, hooks: Hooks, crawl: Crawl) -> tuple[Page, Page | None]:
     """`page` marked `unchanged` when the archive already holds its content, and for a 304 the
     stored page the crawl goes on through (its links, made ready for extraction).
 
@@ -325,15 +325,13 @@ async def compare_with_stored(
     nowhere, since inventing its links would archive a site that is not there.
     """
     if page.status != 304:
-        if pm.hook.same_as_stored(page=page, crawl=crawl):
+        if hooks.same_as_stored(page, crawl):
             return dataclasses.replace(page, unchanged=True), None
         return page, None
     if not sent_validator(page):
         log.warning("%s answered 304 to a request without a validator: recorded as it came", page.url)
         return page, None
-    found = pm.hook.stored_page(url=page.url, crawl=crawl)
-    if inspect.isawaitable(found):
-        found = await found
+    found = await hooks.stored_page(page.url, crawl)
     if found is None:
         log.warning("%s answered 304 but no capture of it is stored: recorded as it came", page.url)
         return page, None
@@ -345,13 +343,7 @@ async def stored_page(stored: Page, item: Item, config: Config) -> Page:
     """`stored` (status, headers, body as archived) made whole for link extraction: decoded
     content, charset, redirect target; the crawl item's depth, referrer and kind."""
     page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
-    decoded = await asyncio.to_thread(
-        decode_content,
-        page.body,
-        page.header("Content-Encoding"),
-        config.max_decoded_size,
-        config.max_decompression_ratio,
-    )
+    decoded = await decode_stored(page, config)
     encoding = source = None
     if is_textual(page.content_type) or not page.content_type:
         encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)

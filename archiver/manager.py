@@ -206,6 +206,16 @@ class Hooks:
                 pages.extend(found)
         return pages
 
+    def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
+        return bool(self._hook.same_as_stored(page=page, crawl=crawl))
+
+    async def stored_page(self, url: str, crawl: Crawl) -> Page | None:
+        found = self._hook.stored_page(url=url, crawl=crawl)
+        if inspect.isawaitable(found):
+            found = await found
+        stored: Page | None = found
+        return stored
+
     def make_frontier(self, config: Config, archive: Path) -> Frontier | None:
         frontier: Frontier | None = self._hook.make_frontier(config=config, archive=archive)
         return frontier

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -37,27 +36,12 @@ from bench import server as bench_server
 from bench import sitegen
 from bench.bench_crawl import site_for
 from bench.measure import run_measured
+from bench.tools import crawl_command
 
 
-def archiver(*args: str, concurrency: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "archiver",
-        "crawl",
-        *args,
-        "--delay",
-        "0",
-        "--ignore-robots",
-        "--max-tasks",
-        str(concurrency),
-        "--per-host-concurrency",
-        str(concurrency),
-        "--disable-plugin",
-        "sitemap",
-        "--json",
-        "-q",
-    ]
+def archiver(root: str, archive: Path, concurrency: int, *extra: str) -> list[str]:
+    """The default plugins (sitemap aside, as in bench.run), at full speed, plus `extra`."""
+    return [*crawl_command(root, archive, concurrency, "sqlite", ("sitemap",)), *extra]
 
 
 def run(name: str, command: list[str], work: Path, archive: Path) -> dict[str, Any]:
@@ -137,16 +121,16 @@ def main(argv: list[str] | None = None) -> int:
         with bench_server.serving(site) as served:
             a, b = work / "A", work / "B"
             c = args.concurrency
-            full = run("full crawl", archiver(served.url, "-o", str(a), concurrency=c), work, a)
+            full = run("full crawl", archiver(served.url, a, c), work, a)
             shutil.copytree(a, b)
-            update = run("update, unchanged", archiver("--update", str(a), concurrency=c), work, a)
-            recrawl = run("recrawl", archiver(served.url, "-o", str(b), "--recrawl", concurrency=c), work, b)
+            update = run("update, unchanged", archiver(served.url, a, c, "--update"), work, a)
+            recrawl = run("recrawl", archiver(served.url, b, c, "--recrawl"), work, b)
         time.sleep(1.1)  # a changed file gets a later mtime, hence another ETag and Last-Modified
         changed = change_pages(site / "site", args.change, args.seed)
         # a new nginx on the same port: the old one's open_file_cache keeps a file's mtime for 60 s
         with bench_server.serving(site, port=served.port) as served:
             changed_run = run(
-                f"update, {args.change:.0%} changed", archiver("--update", str(a), concurrency=c), work, a
+                f"update, {args.change:.0%} changed", archiver(served.url, a, c, "--update"), work, a
             )
         load = os.getloadavg()
 

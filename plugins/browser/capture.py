@@ -163,14 +163,6 @@ class BrowserCapture:
 async def _decoded(page: Page, crawl: Crawl) -> bytes:
     """A stored body with its Content-Encoding undone, as the browser must be given it
     (in a thread: inflating up to max_decoded_size must not hold the event loop)."""
-    from archiver.decode import decode_content
+    from archiver.decode import decode_stored
 
-    config = crawl.config
-    decoded = await asyncio.to_thread(
-        decode_content,
-        page.body,
-        page.header("Content-Encoding"),
-        config.max_decoded_size,
-        config.max_decompression_ratio,
-    )
-    return decoded.content
+    return (await decode_stored(page, crawl.config)).content
