@@ -2,15 +2,16 @@
 
 A plugin imports from here (``from archiver.api import hookimpl, Page``) and its tests from
 `archiver.testing`; any other module of ``archiver`` is an implementation detail that may
-change.  `run_crawl` is imported only when first used: the engine pulls in aiohttp, and a
-plugin that imports this module must not slow the start of every ``archiver`` command.
+change.  Every plugin imports this module when any ``archiver`` command starts, so the
+configuration (`Config`, `load_config`, `setting`) and the engine (`run_crawl`, which pulls
+in aiohttp) are imported only when first used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, load_config
 from .errors import (
     ArchiveError,
     ArchiveLockedError,
@@ -20,14 +21,15 @@ from .errors import (
     SeedError,
     UsageError,
 )
-from .hookspecs import FetchRequisite, hookimpl
+from .hookspecs import PLUGIN_SETTINGS, FetchRequisite, hookimpl
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Crawl, Headers, Link, LinkKind, Page
-from .settings import setting
 from .stash import Stash, StashKey
 
 if TYPE_CHECKING:
+    from .config import Config, load_config
     from .runner import run_crawl
+    from .settings import setting
 
 __all__ = [
     "PLUGIN_SETTINGS",
@@ -56,14 +58,13 @@ __all__ = [
     "setting",
 ]
 
-PLUGIN_SETTINGS = "archiver.plugin_settings"
-"""Key of ``click`` context ``meta`` where a plugin's option for ``archiver crawl`` stores its value:
-``ctx.meta[PLUGIN_SETTINGS][NAME][KEY]`` overrides ``[plugins.NAME] KEY`` of the configuration."""
+_LAZY = {"Config": ".config", "load_config": ".config", "setting": ".settings", "run_crawl": ".runner"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "run_crawl":
-        from .runner import run_crawl
-
-        return run_crawl
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __package__), name)
+    globals()[name] = value
+    return value

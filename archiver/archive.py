@@ -6,10 +6,12 @@ import os
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import Config
 from .errors import ArchiveError, ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from .config import Config
 
 CONFIG_NAME = "crawl.toml"
 

@@ -59,8 +59,6 @@ def plugins_before_start(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Plugins the command line switches off (--disable-plugin, or [plugins] disable in its -c
     file) and on (--plugin MODULE): the plugins add commands, so they are loaded before the
     command line is parsed, and one that is switched off must not be imported at all."""
-    from .config import read_toml
-
     names: list[str] = []
     modules: list[str] = []
     args = list(argv)
@@ -75,6 +73,8 @@ def plugins_before_start(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         elif arg == "--plugin" and value:
             modules.append(value)
         elif arg in ("-c", "--config") and value:
+            from .config import read_toml
+
             try:
                 disable = read_toml(Path(value)).get("plugins", {}).get("disable", [])
             except (ArchiverError, AttributeError):

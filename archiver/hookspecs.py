@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 PROJECT_NAME = "archiver"
 
+PLUGIN_SETTINGS = "archiver.plugin_settings"
+"""Key of ``click`` context ``meta`` where a plugin's option for ``archiver crawl`` stores its value:
+``ctx.meta[PLUGIN_SETTINGS][NAME][KEY]`` overrides ``[plugins.NAME] KEY`` of the configuration."""
+
 FetchRequisite = Callable[[str], Awaitable["Page | None"]]
 """The `fetch` that `discover_links` receives: ``await fetch(url)``."""
 

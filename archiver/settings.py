@@ -17,7 +17,6 @@ line, ``[plugins.links] max_parse_sise: unknown key; did you mean 'max_parse_siz
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import math
 import typing
@@ -91,6 +90,8 @@ def parse_settings(name: str, cls: type[SettingsT], table: Mapping[str, Any]) ->
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate a typo of `word` most likely meant, if one is close enough."""
+    import difflib  # only a mistake needs it, and every command imports this module
+
     match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return match[0] if match else None
 

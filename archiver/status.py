@@ -112,3 +112,26 @@ def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:
     elif counts.in_flight:
         rows.append(("fetched again on resume", counts.in_flight))
     return rows
+
+
+def describe(status: ArchiveStatus) -> str:
+    """The status in words, as `archiver status` prints it above the crawl history."""
+    if status.headline is not None:
+        lines = [status.headline, *status.details]
+        return "\n".join([*lines, *(f"  {label}: {value}" for label, value in status.plugins)])
+    c = status.counts
+    name = status.archive
+    headline = {
+        NEW: f"{name}: no crawl yet",
+        RUNNING: f"{name}: running ({status.holder.describe() if status.holder else 'another process'})",
+        COMPLETE: f"{name}: complete",
+        RESUMABLE: f"{name}: resumable: run `archiver crawl --resume {name}` to continue",
+        NOT_RESUMABLE: f"{name}: interrupted; its crawl kept no state (memory frontier), so it cannot resume",
+    }[status.state]
+    lines = [headline]
+    if status.frontier == "sqlite" and status.state != NEW:
+        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+    if status.stale_lock and status.holder is not None:
+        lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
+    lines.extend(f"  {label}: {value}" for label, value in status.plugins)
+    return "\n".join(lines)

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..api import PLUGIN_SETTINGS
-from ..config import load_config
+from ..hookspecs import PLUGIN_SETTINGS
 from ..terminal import echo
 from . import output_options, plugin_options
 
@@ -108,6 +107,7 @@ def crawl_command(
     writes every HTTP exchange through the plugins (WARC files, full-text index), and
     ends with a report (ARCHIVE/report.json, per-URL log in ARCHIVE/crawl-log.jsonl).
     """
+    from ..config import load_config
     from ..runner import setup_logging
 
     setup_logging(verbose, quiet or as_json)

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import click
 
-from ..config import load_config
 from ..errors import UsageError
 from ..model import LinkKind
 from ..terminal import echo
-from ..why import explain, find_in_log, render
 from . import json_option
 
 
@@ -32,7 +30,9 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: 
     reason), then each rule of the saved configuration applied to it, robots.txt
     included, as the crawl fetched it.
     """
+    from ..config import load_config
     from ..robots import agent_token, saved_robots
+    from ..why import explain, find_in_log, render
 
     config_path = archive / "crawl.toml"
     if not config_path.is_file():

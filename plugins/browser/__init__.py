@@ -12,17 +12,19 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
 
 from archiver.api import PLUGIN_SETTINGS
-from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
-from .settings import BrowserSettings
+if TYPE_CHECKING:
+    from archiver.config import Config
+
+    from .settings import BrowserSettings
 
 CAPTURE_NAME = "browser-capture"
 
@@ -46,6 +48,8 @@ def find_chromium(settings: BrowserSettings) -> str:
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    from .settings import BrowserSettings  # every command loads this plugin, only a crawl needs this
+
     settings = config.plugin_settings("browser", BrowserSettings)
     old = pm.get_plugin(CAPTURE_NAME)
     if old is not None:

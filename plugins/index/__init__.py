@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver.hookspecs import hookimpl
-from archiver.settings import parse_settings
 from archiver.stash import StashKey
-
-from .settings import IndexSettings
 
 if TYPE_CHECKING:
     import click
@@ -26,6 +23,7 @@ if TYPE_CHECKING:
     from archiver.model import Crawl, Link, Page
 
     from .feeder import IndexFeeder
+    from .settings import IndexSettings
 
 # Every command line loads this plugin: whoosh, selectolax and asyncio are imported by the
 # hooks that use them (once a crawl starts), not here.
@@ -36,6 +34,10 @@ FEEDER_KEY: StashKey[IndexFeeder] = StashKey()
 
 def parse_options(table: Mapping[str, Any]) -> IndexSettings:
     """`[plugins.index]` checked; a typo or a bad value names the key."""
+    from archiver.settings import parse_settings
+
+    from .settings import IndexSettings
+
     return parse_settings("index", IndexSettings, table)
 
 
@@ -49,6 +51,8 @@ def capture_time(page: Page) -> str:
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    from .settings import IndexSettings
+
     config.plugin_settings("index", IndexSettings)
 
 
@@ -57,6 +61,7 @@ async def crawl_started(crawl: Crawl) -> None:
     import asyncio
 
     from .feeder import IndexFeeder
+    from .settings import IndexSettings
 
     archive = Path(crawl.archive)
     feeder = IndexFeeder(archive, crawl.config.plugin_settings("index", IndexSettings))

@@ -11,94 +11,50 @@ make the HTML parser quadratic are read by a linear tokenizer instead, and at mo
 
 from __future__ import annotations
 
+import importlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from archiver import Link, hookimpl
-from archiver.model import HTML_TYPES, XML_TYPES
-
-from .collector import LinkCollector
-from .nesting import exceeds_budget
-from .resolve import Resolver
-from .rules import css_links
-from .settings import LinksSettings
-from .tokens import tokenized_links
-from .xml import xml_links
+from archiver.api import hookimpl
 
 if TYPE_CHECKING:
-    from archiver import Crawl, Page
-    from archiver.config import Config
+    from archiver.api import Config, Crawl, Link, Page
 
-__all__ = ["LinksSettings", "configure", "extract_links", "find_links"]
+    from .find import document_type, find_links
+    from .settings import LinksSettings
+
+__all__ = ["LinksSettings", "configure", "document_type", "extract_links", "find_links"]
 
 log = logging.getLogger(__name__)
 
-HTML = "html"
-CSS = "css"
-XML = "xml"
+# Every command line loads this plugin: the readers (and their compiled patterns) are
+# imported by the first page a crawl reads, not here.
+_LAZY = {"document_type": ".find", "find_links": ".find", "LinksSettings": ".settings"}
 
 
-def document_type(page: Page) -> str | None:
-    """Which reader suits the page: by Content-Type, or by sniffing when there is none."""
-    content_type = page.content_type
-    if content_type in HTML_TYPES:
-        return HTML
-    if content_type == "text/css":
-        return CSS
-    if content_type in XML_TYPES or content_type.endswith("+xml"):
-        return XML
-    if not content_type and page.header("Content-Type") is None:
-        head = page.content[:256].lstrip().lower()
-        if head.startswith((b"<!doctype html", b"<html")):
-            return HTML
-    return None
-
-
-def find_links(
-    url: str,
-    text: str,
-    doc_type: str,
-    *,
-    limit: int = 0,
-    max_url_length: int = 0,
-    stats: dict[str, int] | None = None,
-) -> list[Link]:
-    """The links of a decoded document of type `doc_type` found at `url`, in document order.
-
-    `stats`, when given, counts why a shortcut was taken ('nesting_fallback', 'capped').
-    """
-    resolver = Resolver.for_url(url)
-    if resolver is None:
-        return []
-    out = LinkCollector(resolver, limit=limit, max_url_length=max_url_length)
-    if doc_type == HTML:
-        if exceeds_budget(text):
-            if stats is not None:
-                stats["nesting_fallback"] = stats.get("nesting_fallback", 0) + 1
-            tokenized_links(text, out)
-        else:
-            # Imported here: every command line loads this plugin, only a crawl parses HTML.
-            from .html import parsed_links
-
-            parsed_links(text, out)
-    elif doc_type == CSS:
-        css_links(text, out)
-    elif doc_type == XML:
-        xml_links(text, out)
-    if out.overflow and stats is not None:
-        stats["capped"] = stats.get("capped", 0) + 1
-    return out.links
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 
 @hookimpl
 def configure(config: Config) -> None:
     """Reject a mistyped or impossible ``[plugins.links]`` setting before the crawl starts."""
+    from .settings import LinksSettings
+
     config.plugin_settings("links", LinksSettings)
 
 
 @hookimpl
 def extract_links(page: Page, crawl: Crawl) -> list[Link] | None:
     """Links of HTML, XHTML, XML and CSS pages; other types are left to other plugins."""
+    from .find import document_type, find_links
+    from .settings import LinksSettings
+
     doc_type = document_type(page)
     if doc_type is None:
         return None

@@ -10,19 +10,17 @@ optional extra (``pip install 'archiver[redis]'``), imported only when Redis is 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.archive import CONFIG_NAME
-from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from archiver.config import Config
     from archiver.frontier import Frontier
     from archiver.status import ArchiveStatus
 
@@ -45,6 +43,10 @@ def require_redis() -> None:
 
 def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
     """The configuration tables saved in `archive` when its crawl used a Redis frontier, else None."""
+    import tomllib
+
+    from archiver.archive import CONFIG_NAME
+
     try:
         with (archive / CONFIG_NAME).open("rb") as handle:
             tables = tomllib.load(handle)

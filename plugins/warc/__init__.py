@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import click
 import pluggy
 
-from archiver.config import Config
 from archiver.hookspecs import hookimpl
 
 from .commands import register
 from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
-from .settings import WarcSettings
 
 if TYPE_CHECKING:
+    from archiver.config import Config
+
     from .reader import Capture, StoredResponse, WarcArchive, open_archive
     from .writer import WarcWriter
 
@@ -54,6 +54,7 @@ STORED_NAME = "warc-stored"
 
 @hookimpl
 def configure(config: Config, pm: pluggy.PluginManager) -> None:
+    from .settings import WarcSettings
     from .stored import UpdateLookup
     from .writer import WarcWriter
 
