@@ -29,10 +29,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .errors import ArchiveError
-from .frontier import Counts, Item, Recovered
-from .model import LinkKind
+from .frontier import Item, Recovered
+from .model import Counts, LinkKind
+from .state import STATE_NAME as STATE_NAME
+from .state import connect
+from .state import read_counts as read_counts
 
-STATE_NAME = "state.sqlite"
 SCHEMA_VERSION = 1
 
 QUEUED, IN_FLIGHT, DONE, FAILED = 0, 1, 2, 3
@@ -62,33 +64,6 @@ CREATE INDEX IF NOT EXISTS urls_queued ON urls(id) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(id) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value);
 """
-
-
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection with the settings every user of `state.sqlite` needs."""
-    if readonly:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
-    else:
-        db = sqlite3.connect(path, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA busy_timeout=5000")
-    return db
-
-
-def read_counts(path: Path) -> Counts:
-    """Totals saved in `path` by the last commit, read without disturbing a running crawl."""
-    db = connect(path, readonly=True)
-    try:
-        rows = dict(db.execute("SELECT name, value FROM meta WHERE name LIKE 'count_%'").fetchall())
-    except sqlite3.DatabaseError as exc:
-        raise ArchiveError(f"{path}: not a crawl state database ({exc})") from None
-    finally:
-        db.close()
-    queued, in_flight = int(rows.get("count_queued", 0)), int(rows.get("count_in_flight", 0))
-    done, failed = int(rows.get("count_done", 0)), int(rows.get("count_failed", 0))
-    fetching = int(rows.get("count_fetching", 0))
-    return Counts(queued, in_flight, done, failed, queued + in_flight + done + failed, fetching)
 
 
 class SqliteFrontier:

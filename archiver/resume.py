@@ -15,7 +15,7 @@ from typing import Any
 from .archive import CONFIG_NAME
 from .config import Config, load_config
 from .errors import ArchiveLockedError, UsageError
-from .frontier_sqlite import STATE_NAME
+from .state import STATE_NAME
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
 
 # -- before the run ------------------------------------------------------------------------

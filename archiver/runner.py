@@ -29,11 +29,12 @@ from .crawler import Crawler
 from .crawllog import build_report
 from .errors import ArchiverError, ConfigError, UsageError
 from .frontier import Frontier, MemoryFrontier
-from .frontier_sqlite import STATE_NAME, SqliteFrontier
+from .frontier_sqlite import SqliteFrontier
 from .history import Mode
 from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
+from .state import STATE_NAME
 from .terminal import PrintableFormatter, echo
 
 

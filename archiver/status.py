@@ -10,6 +10,7 @@ plugin fills in the state of a crawl shared through Redis).
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,7 @@ from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
-
-# The frontiers are imported when a status is read: the command line imports this module
-# for `status`, and every command would pay for them (and asyncio) at start-up.
+from .state import STATE_NAME, read_counts
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -66,10 +65,6 @@ def _report_complete(archive: Path) -> bool | None:
 
 def archive_status(archive: Path) -> ArchiveStatus:
     """Inspect `archive`; an absent folder is `new`, a folder that is no archive an error."""
-    import sqlite3
-
-    from .frontier_sqlite import STATE_NAME, read_counts
-
     if not archive.exists():
         return ArchiveStatus(archive, NEW)
     if not archive.is_dir():

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import pluggy
 
 from ..terminal import echo
 from . import json_option
@@ -15,7 +16,8 @@ from . import json_option
 @click.argument("archive", type=click.Path(path_type=Path))
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the state: new, running, complete, ...")
-def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
+@click.pass_obj
+def status_command(pm: pluggy.PluginManager | None, archive: Path, as_json: bool, quiet: bool) -> None:
     """Show how far the crawl in ARCHIVE got: complete, resumable or running, with counts.
 
     Exit code 0 whatever the state; 2 when ARCHIVE is missing or is not an archive.
@@ -27,7 +29,7 @@ def status_command(archive: Path, as_json: bool, quiet: bool) -> None:
     from ..status import RUNNING, archive_status, describe
 
     status = archive_status(require_archive(archive))
-    status.plugins = Hooks(make_plugin_manager()).archive_status(archive, status)
+    status.plugins = Hooks(pm or make_plugin_manager()).archive_status(archive, status)
     runs = read_history(archive) if archive.is_dir() else []
     if as_json:
         found = {**status.to_json(), "crawls": history_json(runs, status.state == RUNNING)}

@@ -77,8 +77,10 @@ def register_commands(cli: click.Group) -> None:
 
 @hookimpl
 def archive_status(archive: Path, status: ArchiveStatus | None) -> None:
+    if status is None or status.frontier == "sqlite":
+        return
     tables = saved_shared_crawl(Path(archive))
-    if status is None or tables is None or status.frontier == "sqlite":
+    if tables is None:
         return
     require_redis()
     from .shared import shared_status
