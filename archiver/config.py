@@ -20,56 +20,77 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError
-from .settings import SettingsT, check_number, closest, coerce, parse_settings
+from .settings import SettingsT, checked, closest, constraint_of, parse_settings, setting
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
+_DAY = 86_400.0
+_GIB = 1 << 30
+
+
+def _patterns_problem(patterns: tuple[str, ...]) -> str | None:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"invalid regular expression {pattern!r}: {exc}"
+    return None
+
+
+def _frontier_problem(frontier: str) -> str | None:
+    if frontier in ("memory", "sqlite") or "://" in frontier:
+        return None
+    return f"expected 'memory', 'sqlite' or the URL of a plugin's frontier, got {frontier!r}"
 
 
 @dataclass(frozen=True)
 class Config:
-    """Effective settings of one crawl; `config.example.toml` documents each field."""
+    """Effective settings of one crawl; `config.example.toml` documents each field.
+
+    The bounds of every number are wider than any real crawl needs, narrow enough that a
+    typo cannot ask for 2**63 workers or a delay longer than a day.
+    """
 
     # [crawl]
     roots: tuple[str, ...] = ()
     output: str = ""
-    max_tasks: int = 10
-    max_redirect: int = 10
-    max_tries: int = 4
-    max_depth: int = 50
-    max_pages: int = 0
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    max_tasks: int = setting(10, low=1, high=10_000)
+    max_redirect: int = setting(10, low=0, high=100)
+    max_tries: int = setting(4, low=1, high=100)
+    max_depth: int = setting(50, low=0, high=1_000_000)
+    max_pages: int = setting(0, low=0, high=10**12)
+    include: tuple[str, ...] = setting((), check=_patterns_problem)
+    exclude: tuple[str, ...] = setting((), check=_patterns_problem)
     strict: bool = True
     requisites: bool = True
     user_agent: str = DEFAULT_USER_AGENT
-    frontier: str = "sqlite"
+    frontier: str = setting("sqlite", check=_frontier_problem)
     crawl_id: str = ""
-    lease_seconds: float = 30.0
+    lease_seconds: float = setting(30.0, low=1, high=_DAY)
     """Redis frontier: how long a worker may hold a URL without renewing it before others take it back."""
-    retry_backoff: float = 0.5
+    retry_backoff: float = setting(0.5, low=0, high=3_600)
 
     # [limits]
-    timeout: float = 120.0
-    connect_timeout: float = 15.0
-    first_byte_timeout: float = 30.0
-    min_rate: int = 256
-    rate_window: float = 15.0
-    max_body_size: int = 64 * 1024 * 1024
-    max_decoded_size: int = 128 * 1024 * 1024
-    max_decompression_ratio: int = 1000
-    max_url_length: int = 2048
-    max_links_per_page: int = 10_000
-    max_header_size: int = 64 * 1024
-    max_repeated_segments: int = 3
-    max_query_variants: int = 500
-    max_pages_per_host: int = 0
+    timeout: float = setting(120.0, low=0, high=_DAY)
+    connect_timeout: float = setting(15.0, low=0, high=_DAY)
+    first_byte_timeout: float = setting(30.0, low=0, high=_DAY)
+    min_rate: int = setting(256, low=0, high=_GIB)
+    rate_window: float = setting(15.0, low=0, high=_DAY)
+    max_body_size: int = setting(64 * 1024 * 1024, low=0, high=16 * _GIB)
+    max_decoded_size: int = setting(128 * 1024 * 1024, low=0, high=16 * _GIB)
+    max_decompression_ratio: int = setting(1000, low=0, high=1_000_000)
+    max_url_length: int = setting(2048, low=0, high=1_000_000)
+    max_links_per_page: int = setting(10_000, low=0, high=10_000_000)
+    max_header_size: int = setting(64 * 1024, low=0, high=64 * 1024 * 1024)
+    max_repeated_segments: int = setting(3, low=0, high=1_000)
+    max_query_variants: int = setting(500, low=0, high=10**9)
+    max_pages_per_host: int = setting(0, low=0, high=10**12)
 
     # [politeness]
     robots: bool = True
-    per_host_concurrency: int = 4
-    delay: float = -1.0
+    per_host_concurrency: int = setting(4, low=1, high=1_000)
+    delay: float = setting(-1.0, high=_DAY)
     """Seconds between two requests to one host; negative = auto (robots.txt Crawl-delay, else 0.25)."""
-    retry_after_max: float = 300.0
+    retry_after_max: float = setting(300.0, low=0, high=7 * _DAY)
     adaptive_throttle: bool = False
     allow_private_redirects: bool = False
 
@@ -112,88 +133,29 @@ class Config:
         return tables
 
 
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "crawl": (
-        "roots",
-        "output",
-        "max_tasks",
-        "max_redirect",
-        "max_tries",
-        "max_depth",
-        "max_pages",
-        "include",
-        "exclude",
-        "strict",
-        "requisites",
-        "user_agent",
-        "frontier",
-        "crawl_id",
-        "lease_seconds",
-        "retry_backoff",
-    ),
-    "limits": (
-        "timeout",
-        "connect_timeout",
-        "first_byte_timeout",
-        "min_rate",
-        "rate_window",
-        "max_body_size",
-        "max_decoded_size",
-        "max_decompression_ratio",
-        "max_url_length",
-        "max_links_per_page",
-        "max_header_size",
-        "max_repeated_segments",
-        "max_query_variants",
-        "max_pages_per_host",
-    ),
-    "politeness": (
-        "robots",
-        "per_host_concurrency",
-        "delay",
-        "retry_after_max",
-        "adaptive_throttle",
-        "allow_private_redirects",
-    ),
-    "plugins": ("enable", "disable"),
-}
+_TABLE_STARTS = {"roots": "crawl", "timeout": "limits", "robots": "politeness", "enable": "plugins"}
+"""The first option of each TOML table; the fields of `Config` after it, up to the next one, are its keys."""
 
-_FIELD_TYPES = {
-    name: kind for name, kind in typing.get_type_hints(Config).items() if not name.startswith("_")
+
+def _sections() -> dict[str, tuple[str, ...]]:
+    sections: dict[str, list[str]] = {}
+    table = ""
+    for option in dataclasses.fields(Config):
+        if option.init and option.name != "plugins":
+            table = _TABLE_STARTS.get(option.name, table)
+            sections.setdefault(table, []).append(option.name)
+    return {table: tuple(names) for table, names in sections.items()}
+
+
+SECTIONS = _sections()
+_FIELDS = {option.name: option for option in dataclasses.fields(Config) if option.init}
+_FIELD_TYPES = typing.get_type_hints(Config)
+BOUNDS = {
+    name: (limits.low, limits.high)
+    for name, option in _FIELDS.items()
+    if (limits := constraint_of(option)).low != -math.inf or limits.high != math.inf
 }
-_DAY = 86_400.0
-_GIB = 1 << 30
-BOUNDS: dict[str, tuple[float, float]] = {
-    # [crawl]
-    "max_tasks": (1, 10_000),
-    "max_redirect": (0, 100),
-    "max_tries": (1, 100),
-    "max_depth": (0, 1_000_000),
-    "max_pages": (0, 10**12),
-    "lease_seconds": (1, _DAY),
-    "retry_backoff": (0, 3_600),
-    # [limits]
-    "timeout": (0, _DAY),
-    "connect_timeout": (0, _DAY),
-    "first_byte_timeout": (0, _DAY),
-    "min_rate": (0, _GIB),
-    "rate_window": (0, _DAY),
-    "max_body_size": (0, 16 * _GIB),
-    "max_decoded_size": (0, 16 * _GIB),
-    "max_decompression_ratio": (0, 1_000_000),
-    "max_url_length": (0, 1_000_000),
-    "max_links_per_page": (0, 10_000_000),
-    "max_header_size": (0, 64 * 1024 * 1024),
-    "max_repeated_segments": (0, 1_000),
-    "max_query_variants": (0, 10**9),
-    "max_pages_per_host": (0, 10**12),
-    # [politeness]
-    "per_host_concurrency": (1, 1_000),
-    "delay": (-math.inf, _DAY),
-    "retry_after_max": (0, 7 * _DAY),
-}
-"""Allowed range of every numeric option: wider than any real crawl needs, narrow enough that a
-typo cannot ask for 2**63 workers or a delay longer than a day.  `delay` below 0 means auto."""
+"""Allowed range of every numeric option (`delay` below 0 means auto)."""
 
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
@@ -201,28 +163,12 @@ def _closest(name: str, candidates: typing.Iterable[str]) -> str:
     return f" (did you mean {match!r}?)" if match else ""
 
 
-def _coerce(name: str, value: Any) -> Any:
-    """Check `value` against the field's type; ints are accepted where floats are expected."""
+def _checked(name: str, value: Any) -> Any:
+    """`value` of option `name`, of the field's type (ints are taken for floats) and within its bounds."""
     try:
-        return coerce(value, _FIELD_TYPES[name])
+        return checked(value, _FIELD_TYPES[name], constraint_of(_FIELDS[name]))
     except ValueError as exc:
         raise ConfigError(f"{name}: {exc}") from None
-
-
-def _check_values(config: Config) -> None:
-    for name, (low, high) in BOUNDS.items():
-        check_number(name, getattr(config, name), low, high)
-    for name in ("include", "exclude"):
-        for pattern in getattr(config, name):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from exc
-    frontier = config.frontier
-    if frontier not in ("memory", "sqlite") and "://" not in frontier:
-        raise ConfigError(
-            f"frontier: expected 'memory', 'sqlite' or the URL of a plugin's frontier, got {frontier!r}"
-        )
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -266,7 +212,7 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
                     else _closest(key, SECTIONS[section]) or _closest(key, everything)
                 )
                 raise ConfigError(f"{source}: unknown key {section}.{key}{hint}")
-            values[key] = _coerce(key, value)
+            values[key] = _checked(key, value)
     if plugin_tables:
         values["plugins"] = plugin_tables
     return values
@@ -286,9 +232,7 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
                 merged.setdefault(name, {}).update(table)
             values["plugins"] = merged
             continue
-        if key not in _FIELD_TYPES:
-            raise ConfigError(f"unknown setting {key!r}{_closest(key, _FIELD_TYPES)}")
-        values[key] = _coerce(key, value)
-    config = Config(**values)
-    _check_values(config)
-    return config
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown setting {key!r}{_closest(key, _FIELDS)}")
+        values[key] = _checked(key, value)
+    return Config(**values)

@@ -177,10 +177,3 @@ def number_problem(value: float, low: float, high: float) -> str | None:
     if value > high:
         return f"must be at most {_shown(high)}{allowed}, got {value}"
     return None
-
-
-def check_number(name: str, value: float, low: float, high: float) -> None:
-    """Raise ConfigError ``name: why`` unless `value` is a finite number from `low` to `high`."""
-    problem = number_problem(value, low, high)
-    if problem:
-        raise ConfigError(f"{name}: {problem}")
