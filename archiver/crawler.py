@@ -33,7 +33,7 @@ from .fetcher import (
     stored_page,
 )
 from .frontier import Frontier, Item
-from .guard import AddressGuard, resolve_roots
+from .guard import AddressGuard
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
@@ -117,7 +117,7 @@ class Crawler:
             resolver = GuardedResolver(self.guard)
             async with open_session(self.config, resolver) as session:
                 self._session = session
-                await resolve_roots(self.guard, resolver.addresses)
+                await self.guard.learn_roots(resolver.addresses)
                 self.robots = self._make_robots()
                 await self.hooks.crawl_started(crawl)
                 if crawl.resumed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import socket
 import time
@@ -26,11 +27,11 @@ from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from .config import Config
-from .decode import Decoded, choose_encoding, decode_content, decode_stored, is_textual
+from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
-from .model import Page, find_header, parse_content_type
+from .model import Headers, Page, find_header, parse_content_type
 from .urls import wire_url
 
 if TYPE_CHECKING:
@@ -275,32 +276,18 @@ def _resolve_location(url: str, location: str) -> str:
         return location.strip()
 
 
-def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
-    """First value of header `name` (lower case), as `Page.header` reads it."""
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
-
-
-async def _content(
-    body: bytes, headers: tuple[tuple[str, str], ...], config: Config
-) -> tuple[Decoded, str | None, str | None]:
+async def _content(body: bytes, headers: Headers, config: Config) -> tuple[Decoded, str | None, str | None]:
     """The body with its Content-Encoding undone, and the charset to read it with (and why).
 
     Big bodies are decoded off the loop.  Done before the `Page` is built, so that it is
     built once.
     """
-    encoding_header = _header(headers, "content-encoding")
-    if encoding_header and len(body) > _THREAD_DECODE_OVER:
-        decoded = await asyncio.to_thread(
-            decode_content, body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
-        )
-    else:
-        decoded = decode_content(
-            body, encoding_header, config.max_decoded_size, config.max_decompression_ratio
-        )
-    content_type, params = parse_content_type(_header(headers, "content-type"))
+    coding = find_header(headers, "content-encoding")
+    decode = functools.partial(
+        decode_content, body, coding, config.max_decoded_size, config.max_decompression_ratio
+    )
+    decoded = await asyncio.to_thread(decode) if coding and len(body) > _THREAD_DECODE_OVER else decode()
+    content_type, params = parse_content_type(find_header(headers, "content-type"))
     encoding = source = None
     if is_textual(content_type) or not content_type:
         encoding, source = choose_encoding(decoded.content, content_type, params.get("charset"))
@@ -343,10 +330,7 @@ async def stored_page(stored: Page, item: Item, config: Config) -> Page:
     """`stored` (status, headers, body as archived) made whole for link extraction: decoded
     content, charset, redirect target; the crawl item's depth, referrer and kind."""
     page = dataclasses.replace(stored, url=item.url, depth=item.depth, referrer=item.referrer, kind=item.kind)
-    decoded = await decode_stored(page, config)
-    encoding = source = None
-    if is_textual(page.content_type) or not page.content_type:
-        encoding, source = choose_encoding(decoded.content, page.content_type, page.declared_charset)
+    decoded, encoding, source = await _content(page.body, page.headers, config)
     location = page.header("Location") if 300 <= page.status < 400 else None
     return dataclasses.replace(
         page,

@@ -19,6 +19,7 @@ lifts the rule.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
@@ -81,18 +82,25 @@ class AddressGuard:
                 self.allowed_classes.add(address_class(address))
 
     async def learn_roots(self, resolve: Resolve) -> None:
-        """Resolve the roots' host names once, so their address classes are allowed too."""
-        for host in self.root_hosts:
-            if literal_address(host) is not None:
-                continue
-            try:
-                addresses = await resolve(host)
-            except OSError:
-                continue
-            for text in addresses:
-                address = literal_address(text)
-                if address is not None:
-                    self.allowed_classes.add(address_class(address))
+        """Resolve the roots' host names once, so their address classes are allowed too.
+
+        Bounded in time, so a dead DNS server cannot hold the start of the crawl.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(15):
+                for host in self.root_hosts:
+                    if literal_address(host) is None:
+                        await self._learn(host, resolve)
+
+    async def _learn(self, host: str, resolve: Resolve) -> None:
+        try:
+            addresses = await resolve(host)
+        except OSError:
+            return
+        for text in addresses:
+            address = literal_address(text)
+            if address is not None:
+                self.allowed_classes.add(address_class(address))
 
     def refusal(self, host: str, address: Address) -> str | None:
         """Why `host` may not be reached at `address`, or None."""
@@ -118,12 +126,3 @@ class AddressGuard:
         if address is None:
             return None
         return self.refusal(host, address)
-
-
-async def resolve_roots(guard: AddressGuard, resolve: Resolve) -> None:
-    """`guard.learn_roots`, bounded in time so a dead DNS server cannot hold the start."""
-    try:
-        async with asyncio.timeout(15):
-            await guard.learn_roots(resolve)
-    except TimeoutError:
-        return

@@ -6,6 +6,7 @@ hooks may be async and awaits them, so that rule is not scattered over call site
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -34,6 +35,13 @@ ENTRY_POINT_GROUP = "archiver"
 AUTOLOAD_OFF_VARIABLE = "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD"
 
 
+@functools.cache
+def entry_points() -> tuple[importlib.metadata.EntryPoint, ...]:
+    """The installed plugins' entry points (group ``archiver``), read once per process: the
+    scan of every installed distribution costs milliseconds, and a command needs it more than once."""
+    return tuple(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
 def make_plugin_manager(
     *,
     autoload: bool = True,
@@ -50,14 +58,14 @@ def make_plugin_manager(
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
-    known = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    known = {ep.name for ep in entry_points()}
     for name in disabled:
         if autoload and name not in known and name not in modules:
             installed = ", ".join(sorted(known)) or "none"
             raise ConfigError(f"cannot disable plugin {name!r}: no such plugin (installed: {installed})")
         pm.set_blocked(name)
     if autoload and not os.environ.get(AUTOLOAD_OFF_VARIABLE):
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for entry_point in entry_points():
             if pm.is_blocked(entry_point.name) or pm.has_plugin(entry_point.name):
                 continue
             try:
@@ -82,19 +90,15 @@ def make_plugin_manager(
             return pm
         except pluggy.PluginValidationError as exc:
             broken = pm.get_name(exc.plugin)
-            entry_points = _entry_point_values()
-            if broken is None or broken not in entry_points:
+            values = {ep.name: ep.value for ep in entry_points()}
+            if broken is None or broken not in values:
                 raise ConfigError(f"invalid plugin: {exc}") from exc
             pm.unregister(exc.plugin)
-            _skip_broken(broken, entry_points[broken], exc)
+            _skip_broken(broken, values[broken], exc)
 
 
 FAILED_PLUGINS: dict[str, tuple[str, str]] = {}
 """Installed plugins that could not be loaded: name -> (entry point, error), for `archiver plugins`."""
-
-
-def _entry_point_values() -> dict[str, str]:
-    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def _skip_broken(name: str, value: str, exc: Exception) -> None:
@@ -110,11 +114,7 @@ def _skip_broken(name: str, value: str, exc: Exception) -> None:
 
 def plugin_versions(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
     """(name, version, hooks) for every registered plugin, for ``archiver plugins``."""
-    versions = {
-        ep.name: ep.dist.version
-        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-        if ep.dist is not None
-    }
+    versions = {ep.name: ep.dist.version for ep in entry_points() if ep.dist is not None}
     rows = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import html
-import importlib.metadata
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -286,12 +284,11 @@ def read_report(archive: Path) -> dict[str, Any]:
 CrawlFn = Callable[..., Awaitable[Crawl]]
 
 
-@functools.cache
 def installed_plugins() -> dict[str, str]:
     """Entry-point name -> module of every installed plugin, the bundled ones included."""
-    from .manager import ENTRY_POINT_GROUP
+    from .manager import entry_points
 
-    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.name: ep.value for ep in entry_points()}
 
 
 def plugin_module(name: str) -> str:

@@ -7,13 +7,14 @@ A URL is fetched and archived as it was found; only the seen-set key is canonica
 from __future__ import annotations
 
 import functools
-import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urlsplit
 
 from w3lib.url import canonicalize_url, safe_url_string
+
+from .guard import literal_address
 
 ALLOWED_SCHEMES = ("http", "https")
 _HOST_CHARS_REFUSED = frozenset(" \t\r\n<>\"'\\{}|^`")
@@ -101,18 +102,10 @@ def _strip_www(site: str) -> str:
     return site[4:] if site.startswith("www.") else site
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
 def registered_domain(site: str) -> str:
     """The last two labels of the host (an IP stays whole): what lenient matching compares."""
     host, _, port = site.partition(":") if not site.startswith("[") else (site, "", "")
-    if _is_ip(host):
+    if literal_address(host) is not None:
         return site
     labels = host.split(".")
     domain = ".".join(labels[-2:])
