@@ -3,8 +3,8 @@
 A plugin imports from here (``from archiver.api import hookimpl, Page``) and its tests from
 `archiver.testing`; any other module of ``archiver`` is an implementation detail that may
 change.  Every plugin imports this module when any ``archiver`` command starts, so the
-configuration (`Config`, `load_config`, `setting`) and the engine (`run_crawl`, which pulls
-in aiohttp) are imported only when first used.
+configuration (`Config`, `load_config`, `setting`), the frontier protocol (`Frontier`,
+which pulls in asyncio) and the engine (`run_crawl`, aiohttp) are imported when first used.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from .errors import (
 )
 from .hookspecs import PLUGIN_SETTINGS, FetchRequisite, hookimpl
 from .manager import Hooks, make_plugin_manager, plugin_versions
-from .model import Crawl, Headers, Link, LinkKind, Page
+from .model import Counts, Crawl, Headers, Link, LinkKind, Page
 from .stash import Stash, StashKey
 
 if TYPE_CHECKING:
     from .config import Config, load_config
+    from .frontier import Frontier, Item, Recovered
     from .runner import run_crawl
     from .settings import setting
 
@@ -38,14 +39,18 @@ __all__ = [
     "ArchiverError",
     "Config",
     "ConfigError",
+    "Counts",
     "Crawl",
     "FetchError",
     "FetchRequisite",
+    "Frontier",
     "Headers",
     "Hooks",
+    "Item",
     "Link",
     "LinkKind",
     "Page",
+    "Recovered",
     "SeedError",
     "Stash",
     "StashKey",
@@ -58,7 +63,15 @@ __all__ = [
     "setting",
 ]
 
-_LAZY = {"Config": ".config", "load_config": ".config", "setting": ".settings", "run_crawl": ".runner"}
+_LAZY = {
+    "Config": ".config",
+    "load_config": ".config",
+    "setting": ".settings",
+    "Frontier": ".frontier",
+    "Item": ".frontier",
+    "Recovered": ".frontier",
+    "run_crawl": ".runner",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -77,7 +77,7 @@ def make_frontier(config: Config, archive: Path) -> Frontier | None:
     """Make the frontier ``config.frontier`` names, when this plugin provides it.
 
     Called once per crawl, after `configure`; `archive` is the archive folder.  Return an
-    ``archiver.frontier.Frontier`` for a ``config.frontier`` URL this plugin serves (the
+    ``archiver.api.Frontier`` for a ``config.frontier`` URL this plugin serves (the
     redis plugin answers ``redis://`` and ``rediss://``), else None; with no answer the core
     makes its own (``"memory"``, ``"sqlite"``) or refuses the name.  Raise
     ``archiver.ConfigError`` when it cannot be made (a client library not installed).

@@ -209,7 +209,7 @@ class Crawl:
     """What the run is doing after its last page, if that takes long ('indexing 1,234 pages...'):
     a `crawl_finished` hook sets it and the progress bar shows it."""
     stash: Stash = field(default_factory=Stash)
-    """Plugins' per-run objects, each under a typed key of its own (`archiver.stash.StashKey`)."""
+    """Plugins' per-run objects, each under a typed key of its own (`archiver.api.StashKey`)."""
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False
