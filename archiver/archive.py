@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +45,8 @@ def prepare_archive(config: Config) -> Path:
 
 def saved_config(archive: Path) -> dict[str, Any]:
     """The tables of the configuration a crawl saved in `archive`."""
+    import tomllib
+
     path = archive / CONFIG_NAME
     if not path.is_file():
         raise ArchiveError(f"{archive} has no {CONFIG_NAME}: not an archive made by archiver crawl")
