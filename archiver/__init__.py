@@ -7,13 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (
-    ArchiveError,
-    ArchiverError,
-    ConfigError,
-    FetchError,
-    UsageError,
-)
+from .errors import ArchiveError, ArchiverError, ConfigError, FetchError, UsageError
 from .hookspecs import hookimpl
 from .model import Crawl, Link, LinkKind, Page
 

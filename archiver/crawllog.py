@@ -68,15 +68,7 @@ class CrawlLog:
         self._file.flush()
 
     def skipped(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
-        self.write(
-            {
-                "url": url,
-                "outcome": "skipped",
-                "reason": reason,
-                "referrer": referrer,
-                "depth": depth,
-            }
-        )
+        self.write({"url": url, "outcome": "skipped", "reason": reason, "referrer": referrer, "depth": depth})
 
     def close(self) -> None:
         if self._file is not None:

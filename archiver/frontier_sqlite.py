@@ -25,7 +25,7 @@ import asyncio
 import collections
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import ArchiveError
@@ -212,10 +212,7 @@ class SqliteFrontier:
             return 0
         self._lease = collections.deque(entry for entry in self._lease if entry[1] not in wanted)
         marked = 0
-        ordered = sorted(wanted)
-        for start in range(0, len(ordered), _IN_CHUNK):
-            chunk = ordered[start : start + _IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(sorted(wanted)):
             cursor = db.execute(
                 f"UPDATE urls SET state = 2 WHERE key IN ({marks}) AND state IN (0, 1)", chunk
             )
@@ -285,9 +282,7 @@ class SqliteFrontier:
 
     def _existing(self, db: sqlite3.Connection, keys: list[str]) -> list[str]:
         found: list[str] = []
-        for start in range(0, len(keys), _IN_CHUNK):
-            chunk = keys[start : start + _IN_CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _chunks(keys):
             found.extend(row[0] for row in db.execute(f"SELECT key FROM urls WHERE key IN ({marks})", chunk))
         return found
 
@@ -310,6 +305,13 @@ class SqliteFrontier:
         # Durable before any of them is fetched: after a crash, every URL that may have
         # reached the WARC is in flight on disk, so resume looks for it there.
         self._commit()
+
+
+def _chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:
+    """`keys` in slices of `_IN_CHUNK`, each with the ``?,?,...`` of its ``IN (...)``."""
+    for start in range(0, len(keys), _IN_CHUNK):
+        chunk = keys[start : start + _IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def _item(url: str, depth: int, redirects_left: int, referrer: str | None, kind: str) -> Item:

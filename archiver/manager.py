@@ -124,10 +124,14 @@ def plugin_versions(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]
     return sorted(rows)
 
 
+async def _resolved(answer: Any) -> Any:
+    """A hook's answer, awaited when the implementation was ``async def``."""
+    return await answer if inspect.isawaitable(answer) else answer
+
+
 async def _await_all(results: Iterable[Any]) -> None:
     for result in results:
-        if inspect.isawaitable(result):
-            await result
+        await _resolved(result)
 
 
 class Hooks:
@@ -182,9 +186,7 @@ class Hooks:
     ) -> list[Link]:
         found: list[Link] = []
         for answer in self._hook.discover_links(page=page, links=links, fetch=fetch, crawl=crawl):
-            if inspect.isawaitable(answer):
-                answer = await answer
-            for item in answer or ():
+            for item in await _resolved(answer) or ():
                 found.append(item if isinstance(item, Link) else Link(str(item), LinkKind.PAGE))
         return found
 
@@ -200,20 +202,14 @@ class Hooks:
     async def archived_pages(self, urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
         pages: list[Page] = []
         for found in self._hook.archived_pages(urls=urls, since=since, crawl=crawl):
-            if inspect.isawaitable(found):
-                found = await found
-            if found:
-                pages.extend(found)
+            pages.extend(await _resolved(found) or ())
         return pages
 
     def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
         return bool(self._hook.same_as_stored(page=page, crawl=crawl))
 
     async def stored_page(self, url: str, crawl: Crawl) -> Page | None:
-        found = self._hook.stored_page(url=url, crawl=crawl)
-        if inspect.isawaitable(found):
-            found = await found
-        stored: Page | None = found
+        stored: Page | None = await _resolved(self._hook.stored_page(url=url, crawl=crawl))
         return stored
 
     def make_frontier(self, config: Config, archive: Path) -> Frontier | None:

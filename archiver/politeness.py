@@ -56,18 +56,18 @@ class HostLimiter:
         if self._waited is None or time.monotonic() - self._waited[0] > within:
             return None
         site = self._waited[1]
-        state = self._hosts[site]
-        base = self.delay if state.delay is None else state.delay
+        return site, *self._gap(self._hosts[site])
+
+    def _gap(self, state: _HostState) -> tuple[float, str]:
+        """The gap kept between two requests to a host, and where it comes from."""
         if self.user_delay is not None:
-            source = "set by --delay or the config"
+            base, source = self.user_delay, "set by --delay or the config"
         elif state.delay is not None:
-            source = "robots.txt Crawl-delay"
+            base, source = state.delay, "robots.txt Crawl-delay"
         else:
-            source = "the default"
-        gap = base
-        if self.adaptive and state.latency is not None and state.latency > base:
-            gap, source = min(state.latency, self.max_delay), "adaptive throttle"
-        return site, gap, source
+            base, source = self.delay, "the default"
+        throttled = min(state.latency, self.max_delay) if self.adaptive and state.latency is not None else 0.0
+        return (throttled, "adaptive throttle") if throttled > base else (base, source)
 
     def _state(self, url: str) -> _HostState:
         site = site_of(url)
@@ -90,11 +90,7 @@ class HostLimiter:
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""
-        state = self._state(url)
-        base = self.delay if state.delay is None else state.delay
-        if self.adaptive and state.latency is not None:
-            return max(base, min(state.latency, self.max_delay))
-        return base
+        return self._gap(self._state(url))[0]
 
     def observe(self, url: str, latency: float, status: int | None) -> None:
         """Feed the adaptive throttle: the gap follows the host's latency, as Scrapy's AutoThrottle.

@@ -15,6 +15,7 @@ from typing import Any
 from .archive import CONFIG_NAME
 from .config import Config, load_config
 from .errors import ArchiveLockedError, UsageError
+from .history import Mode, interrupted_update
 from .state import STATE_NAME
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
 
@@ -27,6 +28,18 @@ def resumed_config(archive: Path, overrides: Mapping[str, Any]) -> Config:
     if not saved.is_file():
         raise UsageError(f"{archive} has no {CONFIG_NAME}: nothing to resume")
     return load_config(saved, {**overrides, "output": str(archive)})
+
+
+def plan_update(config: Config) -> tuple[Mode, bool]:
+    """`crawl --update`: the mode of the run, and whether it starts again from the roots.
+
+    A new archive is crawled; one holding a crawl is crawled again from its roots with
+    conditional requests, except an interrupted update, which resumes.
+    """
+    archive = Path(config.output)
+    if archive_status(archive).state == NEW:
+        return "crawl", False
+    return "update", not (config.frontier == "sqlite" and interrupted_update(archive))
 
 
 def plan_run(config: Config, *, recrawl: bool = False) -> tuple[bool, str]:

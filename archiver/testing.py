@@ -234,12 +234,7 @@ TEST_DEFAULTS: dict[str, Any] = {
 
 def make_config(tmp_path: Path, roots: Sequence[str], **overrides: Any) -> Config:
     """A checked `Config` crawling `roots` into ``tmp_path / "archive"`` with `TEST_DEFAULTS`."""
-    values = {
-        **TEST_DEFAULTS,
-        "roots": tuple(roots),
-        "output": str(tmp_path / "archive"),
-        **overrides,
-    }
+    values = {**TEST_DEFAULTS, "roots": tuple(roots), "output": str(tmp_path / "archive"), **overrides}
     return load_config(None, values)
 
 

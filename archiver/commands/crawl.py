@@ -157,17 +157,12 @@ def crawl_command(
 
         echo(dry_run(config))
         return
-    from ..resume import plan_run
+    from ..resume import plan_run, plan_update
     from ..runner import crawl_and_report
 
     mode: Mode = "recrawl" if recrawl else "crawl"
     if update is not None:
-        from ..history import interrupted_update
-        from ..status import NEW, archive_status
-
-        fresh = archive_status(Path(config.output)).state == NEW
-        mode = "crawl" if fresh else "update"
-        recrawl = not fresh and not (config.frontier == "sqlite" and interrupted_update(Path(config.output)))
+        mode, recrawl = plan_update(config)
     proceed, message = plan_run(config, recrawl=recrawl)
     if mode == "update" and recrawl:
         message = f"Updating {config.output}: crawling again from its roots, fetching only what changed."
