@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import importlib
 import json
-import logging
 import os
 import signal
 import sys
@@ -35,22 +34,7 @@ from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
-from .terminal import PrintableFormatter, echo
-
-
-def setup_logging(verbose: int, quiet: bool) -> None:
-    level = (
-        logging.ERROR
-        if quiet
-        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-    )
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    if level > logging.DEBUG:
-        logging.getLogger("asyncio").setLevel(logging.ERROR)
+from .terminal import echo
 
 
 async def run_crawl(

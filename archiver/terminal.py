@@ -9,10 +9,11 @@ need it (json.dumps escapes control characters itself) and stays exact.
 from __future__ import annotations
 
 import logging
+import sys
 
 import click
 
-__all__ = ["PrintableFormatter", "echo", "printable"]
+__all__ = ["PrintableFormatter", "echo", "printable", "setup_logging"]
 
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
 # Bidirectional overrides and isolates can make printed text read in another order.
@@ -39,3 +40,19 @@ class PrintableFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return printable(super().format(record), keep_newlines=True)
+
+
+def setup_logging(verbose: int, quiet: bool) -> None:
+    """Log lines on stderr, escaped: warnings, or more with -v/-vv; only errors when `quiet`."""
+    level = (
+        logging.ERROR
+        if quiet
+        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if level > logging.DEBUG:
+        logging.getLogger("asyncio").setLevel(logging.ERROR)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..hookspecs import PLUGIN_SETTINGS
-from ..terminal import echo
+from ..terminal import echo, setup_logging
 from . import output_options, plugin_options
 
 if TYPE_CHECKING:
@@ -108,7 +108,6 @@ def crawl_command(
     ends with a report (ARCHIVE/report.json, per-URL log in ARCHIVE/crawl-log.jsonl).
     """
     from ..config import load_config
-    from ..runner import setup_logging
 
     setup_logging(verbose, quiet or as_json)
     resume_archive: str | None = options.pop("resume_archive")
@@ -158,7 +157,6 @@ def crawl_command(
         echo(dry_run(config))
         return
     from ..resume import plan_run, plan_update
-    from ..runner import crawl_and_report
 
     mode: Mode = "recrawl" if recrawl else "crawl"
     if update is not None:
@@ -171,5 +169,7 @@ def crawl_command(
         return
     if message and not quiet:
         echo(message, err=True)
+    from ..runner import crawl_and_report  # the engine (aiohttp) is imported by a crawl that runs
+
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)

@@ -38,7 +38,8 @@ def worker_command(
     is done, and writes WARC files named after this host and process.  Run it again
     after a crash to rejoin; combine the archives with `archiver merge`.
     """
-    from archiver.runner import crawl_and_report, setup_logging
+    from archiver.runner import crawl_and_report
+    from archiver.terminal import setup_logging
 
     setup_logging(verbose, quiet or as_json)
     if not is_shared(frontier):
