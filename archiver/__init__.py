@@ -1,6 +1,6 @@
 """archiver: archive whole websites to WARC, browse them offline, search them, extend them.
 
-The public API for plugin authors is re-exported here.
+The names a plugin needs most are re-exported here; `archiver.api` holds the whole public API.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 HISTORY_NAME = "crawls.jsonl"
 REPORT_NAME = "report.json"
@@ -29,7 +29,7 @@ MAX_HISTORY_BYTES = 16 * 1024 * 1024
 """A history is a few lines per crawl; anything larger is not one of ours."""
 
 Mode = Literal["crawl", "recrawl", "update"]
-MODES: tuple[Mode, ...] = ("crawl", "recrawl", "update")
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True, slots=True)

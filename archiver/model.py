@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from email.message import Message
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .stash import Stash
 
 if TYPE_CHECKING:
     from .config import Config
+    from .history import Mode
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -215,7 +216,7 @@ class Crawl:
     interrupted: bool = False
     number: int = 0
     """Which crawl of the archive this is (1 for the first; a resume keeps its number)."""
-    mode: Literal["crawl", "recrawl", "update"] = "crawl"
+    mode: Mode = "crawl"
     signal: int | None = None
     """The signal (SIGINT, SIGTERM) that interrupted the run, if one did."""
     complete: bool = False

@@ -75,11 +75,7 @@ def crawl_lines(snapshot: Snapshot) -> list[str]:
 
 
 def render(snapshot: Snapshot) -> Group:
-    texts = []
-    for line in crawl_lines(snapshot):
-        text = Text(line, no_wrap=True, overflow="ellipsis")
-        texts.append(text)
-    return Group(*texts)
+    return Group(*(Text(line, no_wrap=True, overflow="ellipsis") for line in crawl_lines(snapshot)))
 
 
 def pace_note(limiter: HostLimiter | None, counts: Counts, max_tasks: int) -> str | None:
