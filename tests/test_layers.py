@@ -79,6 +79,23 @@ def test_no_import_cycle_inside_the_core() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def importers_of(graph: dict[str, set[str]], target: str) -> set[str]:
+    return {module for module, targets in graph.items() if target in targets}
+
+
+def test_imports_go_one_way_engine_runner_commands() -> None:
+    """Only the runner runs the engine, only commands (and the public facades) use the runner,
+    and only the command line uses the commands."""
+    graph = import_graph()
+    facades = {"archiver.api", "archiver.testing"}
+    commands = {module for module in graph if module.startswith("archiver.commands")}
+    assert importers_of(graph, "archiver.crawler") == {"archiver.runner"}
+    assert importers_of(graph, "archiver.runner") <= commands | facades
+    assert importers_of(graph, "archiver.commands.crawl") == {"archiver.cli"}
+    assert all(importers_of(graph, command) <= commands | {"archiver.cli"} for command in commands)
+    assert importers_of(graph, "archiver.cli") == {"archiver.__main__"}
+
+
 def test_the_core_never_imports_a_plugin_nor_redis() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
