@@ -1,0 +1,141 @@
+"""Records laid out by `RecordMaker` are the bytes warcio's own writer makes of the same fields."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from archiver_plugins.warc.records import Original, PageRecords, RecordMaker, Serialized
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from archiver.model import Page
+
+_SET_BY_THE_WRITER = ("WARC-Type", "WARC-Target-URI", "Content-Type", "Content-Length")
+
+
+class _RawHttp(StatusAndHeaders):  # type: ignore[misc]
+    """An HTTP header block warcio writes as given (the way the writer stores headers as received)."""
+
+    def __init__(self, raw: bytes) -> None:
+        super().__init__("", [], protocol="")
+        self.headers_buff = raw
+
+    def compute_headers_buffer(self, header_filter: Any = None) -> None:
+        pass
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _split(data: bytes) -> tuple[list[tuple[str, str]], bytes, bytes]:
+    """WARC headers, HTTP header block and rest of the block of one uncompressed record."""
+    head, _, rest = data.partition(b"\r\n\r\n")
+    headers = [tuple(line.split(": ", 1)) for line in head.decode().split("\r\n")[1:]]
+    fields: dict[str, str] = dict(headers)  # type: ignore[arg-type]
+    block = rest[: int(fields["Content-Length"])]
+    assert rest[len(block) :] == b"\r\n\r\n"
+    http = b""
+    if fields["Content-Type"].startswith("application/http"):
+        end = block.index(b"\r\n\r\n") + 4
+        http, block = block[:end], block[end:]
+    return headers, http, block  # type: ignore[return-value]
+
+
+def _by_warcio(data: bytes) -> bytes:
+    """The same record written by warcio's `WARCWriter` from its fields (record id, date, digests)."""
+    headers, http, block = _split(data)
+    fields = dict(headers)
+    kept = {name: value for name, value in headers if name not in _SET_BY_THE_WRITER}
+    record_type = fields["WARC-Type"]
+    content_type = "" if fields["Content-Type"].startswith("application/http") else fields["Content-Type"]
+    writer = WARCWriter(io.BytesIO(), gzip=False, warc_version="WARC/1.1")
+    record = writer.create_warc_record(
+        fields.get("WARC-Target-URI", ""),
+        record_type,
+        payload=io.BytesIO(block),
+        length=len(block),
+        warc_content_type=content_type,
+        warc_headers_dict=kept,
+        http_headers=_RawHttp(http) if http else None,
+    )
+    out = io.BytesIO()
+    writer.out = out
+    writer.write_record(record)
+    return out.getvalue()
+
+
+def _page(**fields: Any) -> Page:
+    body = fields.pop("body", b"<html><body>caf\xc3\xa9 <a href=/b>b</a></body></html>")
+    values: dict[str, Any] = {
+        "url": "http://127.0.0.1:8080/a?x=1",
+        "status": 200,
+        "reason": "OK",
+        "headers": (("Content-Type", "text/html; charset=utf-8"), ("X-Name", "caf\xc3\xa9")),
+        "request_headers": (("Host", "127.0.0.1:8080"), ("User-Agent", "test")),
+        "body": body,
+        "fetched_at": datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
+        "peer": "127.0.0.1",
+        "depth": 2,
+        "referrer": "http://127.0.0.1:8080/",
+        "elapsed": 0.012,
+        **fields,
+    }
+    return Page(**values)
+
+
+def _all_records(maker: RecordMaker) -> list[Serialized]:
+    page = _page()
+    first = maker.page(page, ["http://127.0.0.1:8080/b page"], {}, dedup=True, metadata=True)
+    originals = {first.digest or "": first.original or Original("", "")}
+    again = maker.page(_page(url="http://127.0.0.1:8080/c"), [], originals, dedup=True, metadata=True)
+    truncated = maker.page(_page(truncated="length", peer=None), [], {}, dedup=True, metadata=False)
+    empty = maker.page(_page(body=b"", status=204, reason=""), [], {}, dedup=True, metadata=True)
+    stored = Original("http://127.0.0.1:8080/a?x=1", "2024-04-01T00:00:00Z", "<urn:uuid:1>")
+    not_modified = maker.page(
+        _page(status=304, body=b""),
+        [],
+        {},
+        dedup=True,
+        metadata=False,
+        not_modified=stored,
+        not_modified_digest="sha1:X",
+    )
+    resources = maker.resources(
+        [
+            ("urn:dom:http://127.0.0.1:8080/a", "text/html", b"<p>dom</p>"),
+            ("urn:screenshot:x", "image/png", b"\x89PNG"),
+        ],
+        datetime(2024, 5, 1, tzinfo=UTC),
+    )
+    info = maker.warcinfo("x.warc.gz", [("software", "archiver"), ("root", "http://127.0.0.1:8080/")])
+    built: list[PageRecords] = [first, again, truncated, empty, not_modified, resources]
+    return [info, *(record for page_records in built for record in page_records.records)]
+
+
+def test_every_record_type_is_laid_out_as_warcio_writes_it() -> None:
+    records = _all_records(RecordMaker(gzip=False, gzip_level=3))
+    types = {record.record_type for record in records}
+    assert types == {"warcinfo", "response", "revisit", "request", "metadata", "resource"}
+    for record in records:
+        assert record.data == _by_warcio(record.data), record.record_type
+
+
+@pytest.mark.parametrize("level", [1, 3, 9])
+def test_each_record_is_one_gzip_member_warcio_reads_with_its_digests(level: int) -> None:
+    plain = _all_records(RecordMaker(gzip=False, gzip_level=level))
+    packed = _all_records(RecordMaker(gzip=True, gzip_level=level))
+    for record in packed:
+        assert record.data[:2] == b"\x1f\x8b"
+        (member,) = list(ArchiveIterator(io.BytesIO(record.data), check_digests="raise"))
+        assert member.rec_type == record.record_type
+        assert member.rec_headers.get_header("WARC-Record-ID") == record.record_id
+    stream = b"".join(r.data for r in packed)
+    found = [r.rec_type for r in ArchiveIterator(io.BytesIO(stream), check_digests="raise")]
+    assert found == [r.record_type for r in plain]
+    # one member per record: decompressing each gives a whole record of the same length
+    assert [len(gzip.decompress(r.data)) for r in packed] == [len(r.data) for r in plain]
