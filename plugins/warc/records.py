@@ -28,6 +28,7 @@ import base64
 import hashlib
 import importlib.metadata
 import logging
+import os
 import socket
 import uuid
 import zlib
@@ -129,9 +130,26 @@ _CONTENT_TYPES = {
 _OTHER_TYPE = "application/warc-record"
 
 
-def make_record_id() -> str:
-    """``<urn:uuid:...>``, a random (version 4) UUID, as warcio makes them."""
-    return f"<urn:uuid:{uuid.uuid4()}>"
+class RecordIds:
+    """``<urn:uuid:...>`` record ids: random (version 4) UUIDs, as warcio makes them.
+
+    The random bytes are drawn from the OS 256 ids at a time: `uuid.uuid4` asks it once
+    an id, a system call for each of the three records of a page.  Not to be shared
+    across a fork (both processes would hand out the same ids).
+    """
+
+    _BATCH = 256
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._next = 0
+
+    def __call__(self) -> str:
+        if self._next >= len(self._pool):
+            self._pool, self._next = os.urandom(16 * self._BATCH), 0
+        raw = self._pool[self._next : self._next + 16]
+        self._next += 16
+        return f"<urn:uuid:{uuid.UUID(bytes=raw, version=4)}>"
 
 
 _NO_PAYLOAD_DIGEST = ("warcinfo", "revisit")
@@ -209,14 +227,16 @@ class RecordMaker:
 
     A record is laid out here, byte for byte as warcio's `WARCWriter` lays it out (same
     header order, same Content-Type and Content-Length rules; tests compare the two for
-    every record type): warcio's builder cost ~110 us a record in header bookkeeping
-    (`replace_header` scans, stream copies), over half of what the writer process spent
-    on a page besides zlib.  warcio still reads and verifies everything written.
+    every record type): warcio's builder spent ~40 us a record in header bookkeeping
+    (`replace_header` scans, stream copies), a third of what a page cost besides zlib
+    (350 against 225 us for the three records of a bench page).  warcio still reads and
+    verifies everything written.
     """
 
     def __init__(self, gzip: bool, gzip_level: int) -> None:
         self.gzip = gzip
         self.gzip_level = gzip_level
+        self._record_id = RecordIds()
 
     # -- serialization ---------------------------------------------------------------
 
@@ -231,7 +251,7 @@ class RecordMaker:
         content_type: str = "",
     ) -> tuple[bytes, str]:
         """The record (one gzip member when compressed) and its WARC-Record-ID."""
-        record_id = make_record_id()
+        record_id = self._record_id()
         # The block digest covers the HTTP header block and the body; the payload digest
         # (the body alone) is usually known already, so each is computed once.
         whole = hashlib.sha1(http or b"")

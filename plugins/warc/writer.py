@@ -1,9 +1,10 @@
 """The per-run WARC writer: hooks that archive every HTTP exchange of a crawl.
 
 `configure` (in ``__init__``) registers one `WarcWriter` per run.  The records are built,
-compressed and written by a process of its own (worker.py), fed through a pipe: warcio and
-zlib then run on another core without taking the crawl's GIL, and the event loop only
-pickles each page (about 20 us) and reads the answers.  A semaphore bounds the pages in
+compressed and written by a process of its own (worker.py), fed through a pipe: record
+building and zlib then run on another core without taking the crawl's GIL, and the event
+loop only pickles each page (20-40 us), sends the pages of one loop turn in one write and
+reads the answers, which come a group of pages at a time.  A semaphore bounds the pages in
 flight, so a slow disk slows the crawl instead of filling memory.  `page_fetched` returns
 only once the worker answered that its records are written (and fsynced when asked): the
 core marks the URL done after that, so a crash never loses a page the frontier believes
