@@ -197,7 +197,9 @@ def test_record_ids_are_distinct_version_4_uuids() -> None:
     assert len(set(ids)) == 1000
     for record_id in ids[::97]:
         assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
-        assert uuid.UUID(record_id[10:-1]).version == 4
+        parsed = uuid.UUID(record_id[10:-1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == record_id[10:-1]
 
 
 def test_the_digest_filter_never_forgets_a_digest() -> None:

@@ -139,3 +139,29 @@ def test_each_record_is_one_gzip_member_warcio_reads_with_its_digests(level: int
     assert found == [r.record_type for r in plain]
     # one member per record: decompressing each gives a whole record of the same length
     assert [len(gzip.decompress(r.data)) for r in packed] == [len(r.data) for r in plain]
+
+
+@pytest.mark.parametrize("level", range(1, 10))
+def test_every_level_makes_one_gzip_member_zlib_inflates(level: int) -> None:
+    import zlib
+
+    from archiver_plugins.warc.records import gzip_member_compressor
+
+    data = b"".join(b"<p>%d caf\xc3\xa9 lantern harbor</p>\n" % i for i in range(2000))
+    member = gzip_member_compressor(level)(data)
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    assert inflater.decompress(member) == data
+    assert inflater.eof and not inflater.unused_data
+    assert len(member) < len(data) // 4
+
+
+def test_cdx_timestamp_is_warcios() -> None:
+    from archiver_plugins.warc.records import cdx_timestamp, warc_date
+    from warcio.timeutils import iso_date_to_timestamp
+
+    for moment in (
+        datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ):
+        date = warc_date(moment)
+        assert cdx_timestamp(date) == iso_date_to_timestamp(date)
