@@ -163,12 +163,19 @@ class Session:
                 pages.append(message)
                 continue
             if pages:
-                answers += self.pages(pages)
+                answers += self._pages(pages)
                 pages = []
             answers.append(_answer(message[1], self.handle, message))
         if pages:
-            answers += self.pages(pages)
+            answers += self._pages(pages)
         return answers
+
+    def _pages(self, messages: Sequence[tuple[Any, ...]]) -> list[Answer]:
+        try:
+            return self.pages(messages)
+        except Exception as exc:  # a bug (or the dedup table failing) fails the group, not the process
+            traceback.print_exc()
+            return [("error", message[1], f"WARC writer: {exc!r}") for message in messages]
 
     def handle(self, message: tuple[Any, ...]) -> Any:
         kind = message[0]
