@@ -178,12 +178,8 @@ class Session:
             return [("error", message[1], f"WARC writer: {exc!r}") for message in messages]
 
     def handle(self, message: tuple[Any, ...]) -> Any:
+        """Answer one request other than ``page`` (those go through `pages`)."""
         kind = message[0]
-        if kind == "page":
-            ((status, _seq, result),) = self.pages([message])
-            if status == "error":
-                raise ArchiveError(result)
-            return result
         if kind == "start":
             return self.start(*message[2:])
         if kind == "resources":
