@@ -5,9 +5,10 @@ One row per stored payload digest would grow with the crawl if it were kept in m
 file again to rebuild it.  So the table lives in ``ARCHIVE/warc-dedup.sqlite`` (WAL),
 beside the frontier's state rather than among the WARC files that other tools read.
 
-Threads: the writer thread alone adds rows, in batches (`add` keeps up to `BATCH`
-pending rows in memory, visible to look-ups at once); builder threads look digests up
-through their own read-only connections.  A row is added only after its record was
+The writer process alone adds rows, in batches (`add` keeps up to `BATCH` pending rows
+in memory, visible to look-ups at once), and looks digests up through a read-only
+connection, after a Bloom filter in fixed memory (`DigestFilter`) that knows most new
+payloads are new without a query.  A row is added only after its record was
 written, so the table never names a payload the archive lacks -- except after a crash
 or a power loss, which is why each row names its WARC file: at start-up the rows of a
 file that was still open (or is gone) are dropped and the file's closed CDXJ read
@@ -36,6 +37,8 @@ BATCH = 512
 """Rows kept pending (in memory, already visible to look-ups) before one commit."""
 RECENT = 1024
 """Digests found in the table kept in memory: bodies repeated often (error pages) skip SQLite."""
+FILTER_BITS = 1 << 23
+"""Bits of the in-memory filter (1 MiB) that answers most look-ups of new payloads."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -77,6 +80,9 @@ class DedupTable:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._filter = DigestFilter()
+        for (digest,) in self._db.execute("SELECT digest FROM originals"):
+            self._filter.add(digest)
 
     # -- any thread --------------------------------------------------------------------
 
@@ -85,6 +91,8 @@ class DedupTable:
         found = self._pending.get(digest) or self._recent.get(digest)
         if found is not None:
             return found
+        if digest not in self._filter:
+            return None
         row = (
             self._reader()
             .execute("SELECT url, date, record_id FROM originals WHERE digest = ?", (digest,))
@@ -113,6 +121,7 @@ class DedupTable:
         """Note that `digest` was just written to `filename` (a WARC name without ``.open``)."""
         if digest in self._pending:
             return
+        self._filter.add(digest)
         self._pending_file[digest] = filename
         self._pending[digest] = original
         if len(self._pending) >= BATCH:
@@ -192,17 +201,43 @@ class DedupTable:
         return len(todo)
 
     def _ingest(self, name: str, captures: Iterable[Capture]) -> None:
+        def rows(file_id: int) -> Iterator[tuple[str, str, str, int]]:
+            for c in captures:
+                if c.digest and not c.is_revisit:
+                    self._filter.add(c.digest)
+                    yield c.digest, c.url, _iso(c.timestamp), file_id
+
         with self._transaction():
             file_id = self._file_id(name)
-            self._db.executemany(
-                "INSERT OR IGNORE INTO originals VALUES (?, ?, ?, NULL, ?)",
-                (
-                    (c.digest, c.url, _iso(c.timestamp), file_id)
-                    for c in captures
-                    if c.digest and not c.is_revisit
-                ),
-            )
+            self._db.executemany("INSERT OR IGNORE INTO originals VALUES (?, ?, ?, NULL, ?)", rows(file_id))
             self._db.execute("UPDATE files SET complete = 1 WHERE id = ?", (file_id,))
+
+
+class DigestFilter:
+    """A Bloom filter of the digests in the table, in fixed memory: a payload it has never
+    seen (most of a crawl's) is known new without a query.  Each query opens a read
+    transaction on the WAL file: 3-4% of the writer process's CPU on the bench site.  A
+    false "maybe" only costs the query (about 5% of new payloads at a million rows); a
+    larger table just asks SQLite more often.
+    """
+
+    def __init__(self, bits: int = FILTER_BITS) -> None:
+        if bits & (bits - 1):
+            raise ValueError("bits must be a power of two")
+        self._bits = bytearray(bits // 8)
+        self._mask = bits - 1
+
+    def add(self, digest: str) -> None:
+        bits = self._bits
+        key = hash(digest)
+        for position in (key & self._mask, (key >> 32) & self._mask):
+            bits[position >> 3] |= 1 << (position & 7)
+
+    def __contains__(self, digest: object) -> bool:
+        bits = self._bits
+        key = hash(digest)
+        first, second = key & self._mask, (key >> 32) & self._mask
+        return bool(bits[first >> 3] & (1 << (first & 7)) and bits[second >> 3] & (1 << (second & 7)))
 
 
 class _Damaged:

@@ -12,6 +12,7 @@ sort and look up the same way pywb's do without depending on AGPL code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import re
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -51,6 +52,7 @@ def _surt(url: str) -> str:
     return key
 
 
+@functools.lru_cache(maxsize=1024)
 def _canonical_host(host: str) -> str:
     host = _unescape(host).decode("utf-8", "replace").lower().strip(".")
     host = re.sub(r"\.{2,}", ".", host)
@@ -79,8 +81,13 @@ def _unescape(text: str) -> bytes:
         data = decoded
 
 
+_UNSAFE = re.compile(rb"[\x00-\x20\x7f-\xff#%]")
+
+
 def _escape(data: bytes) -> str:
     """Escape only what cannot stand in a URL: controls, space, '#', '%' and non-ASCII."""
+    if _UNSAFE.search(data) is None:
+        return data.decode("ascii")  # the usual path: a byte-by-byte loop cost ~10 us a URL
     out = []
     for byte in data:
         if byte <= 0x20 or byte >= 0x7F or byte in (0x23, 0x25):

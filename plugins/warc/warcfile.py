@@ -1,14 +1,14 @@
 """WARC files on disk: IIPC names, the ``.open`` suffix, rotation, rollback of a failed write.
 
-Blocking code, called from one worker thread at a time (the writer holds a lock).
-Files are created with ``O_EXCL`` (an existing file is never overwritten), written
-only by appending whole pages at once, and never reopened for writing once closed.
-A write that fails (disk full, file size limit) is cut back to the end of the last
-complete record before the error is raised, so the file stays valid.
+Blocking code, run by the writer process (worker.py) alone.  Files are created with
+``O_EXCL`` (an existing file is never overwritten), written only by appending whole
+pages (the pages of one group in one write), and never reopened for writing once
+closed.  A write that fails (disk full, file size limit) is cut back to the end of the
+last complete record before the error is raised, so the file stays valid.
 
-Each record's CDXJ line goes to ``NAME.cdxj.open`` right after the record (one write
-per page, rolled back with it), and is sorted into ``NAME.cdxj`` at close: the index of
-a file being written lives on disk, not in memory, however large the file grows.  A
+Each record's CDXJ line goes to ``NAME.cdxj.open`` right after the records (one write per
+group, rolled back with it), and is sorted into ``NAME.cdxj`` at close: the index of a
+file being written lives on disk, not in memory, however large the file grows.  A
 crashed run's ``.cdxj.open`` is dropped and the index rebuilt from the WARC file, which
 is the source of truth.
 """
@@ -20,7 +20,7 @@ import io
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -223,6 +223,33 @@ class Rotator:
 
     def write(self, page: PageRecords) -> WarcFile:
         """Append one page's records, rotating first when the file would grow too big."""
+        files = self.write_many([page])
+        return files[0]
+
+    def write_many(self, pages: Sequence[PageRecords], done: list[WarcFile] | None = None) -> list[WarcFile]:
+        """Append pages in order with one write per file they go to (rotating as `write`
+        would for each page); returns the file of each page.
+
+        A failed write cuts its file back to where it stood before that write and raises:
+        `done` then holds the files of the pages written before it, which stay written.
+        """
+        done = [] if done is None else done
+        start = 0
+        while start < len(pages):
+            current = self._file_for(pages[start])
+            size = current.size + pages[start].size
+            end = start + 1
+            while end < len(pages) and size + pages[end].size <= self.max_size:
+                size += pages[end].size
+                end += 1
+            group = pages[start:end]
+            current.append(tuple(record for page in group for record in page.records), self.fsync)
+            done.extend([current] * len(group))
+            start = end
+        return done
+
+    def _file_for(self, page: PageRecords) -> WarcFile:
+        """The file `page` goes to: the current one, or a new one when it would grow too big."""
         current = self.current
         if current is not None:
             full = current.records > 1 and current.size + page.size > self.max_size
@@ -231,7 +258,6 @@ class Rotator:
                 current = None
         if current is None:
             current = self._open()
-        current.append(page.records, self.fsync)
         return current
 
     def _open(self) -> WarcFile:

@@ -1,19 +1,24 @@
 """The WARC writer process: builds, compresses and appends the records the crawl hands it.
 
 Run as ``python -m archiver_plugins.warc.worker CRAWL_PID`` by `WarcWriter` (writer.py).
-Building a record is Python (warcio) as well as zlib: in threads of the crawl process it
-fought the event loop for the GIL, and the hand-offs cost as much as the work (a hundred
-futex calls a page, a third of the WARC plugin's CPU in the kernel).  In a process of its
-own it runs on another core, and the crawl only pickles each page onto a pipe.
+Building a record is Python as well as zlib: in threads of the crawl process it fought
+the event loop for the GIL, and the hand-offs cost as much as the work.  In a process of
+its own it runs on another core, and the crawl only pickles each page onto a pipe.
 
 Both ways a frame is a 4-byte big-endian length and a pickle.  The crawl sends
-``(kind, seq, *args)``: ``start`` (the folder and settings), ``page`` (one exchange) and
-``close``; each is answered ``("ok", seq, result, logs)`` or ``("error", seq, message,
-logs)``, in order.  A page is answered only once its records were written (and fsynced
-when asked), so the crawl never marks a URL done before it is on disk, and as soon as they
-are: answering the frames read together in one write saved a system call a page but held
-the whole group's pages until the last was written, which stalled the crawl whenever this
-process got less CPU than it (a busy machine).
+``(kind, seq, *args)``: ``start`` (the folder and settings), ``page`` (one exchange),
+``resources`` and ``close``.  This process answers with ``("answers", [(status, seq,
+result), ...], logs)`` frames, in order, ``status`` being ``ok`` or ``error`` (``result``
+then the message).
+
+Group commit: the pages read together are built one after the other, then written with
+one write per file (and one fsync when asked) and answered with one frame, at most
+`GROUP` pages at a time.  A page is answered only once its records were written, so the
+crawl never marks a URL done before it is on disk.  The cap keeps the crawl busy: when
+this process answered everything it had read at once, the crawl's tasks all waited for
+the last page of a large group while this process worked, then this process waited for
+the crawl (a busy machine made the groups large).  With groups of a few pages the crawl
+keeps sending while a group is written, and the system calls still fall several-fold.
 
 The crawl decides when the files close: Ctrl-C and SIGTERM, which reach the whole process
 group, are ignored here.  End of input without ``close`` (the crawl died) and the crawl's
@@ -23,24 +28,26 @@ death itself (``PR_SET_PDEATHSIG``) stop the process as a crash would, files lef
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 import os
 import pickle
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from archiver.errors import ArchiveError
-from archiver.model import Link, LinkKind, Page
+from archiver.model import Link, Page
 
 from .dedup import DB_NAME, DedupTable
-from .records import Original, PageRecords, RecordMaker
+from .records import Original, Originals, PageRecords, RecordMaker
 from .settings import WarcSettings
-from .warcfile import Rotator, recover_open_files
+from .warcfile import Rotator, WarcFile, recover_open_files
 
 log = logging.getLogger("archiver_plugins.warc.worker")
 
@@ -67,14 +74,16 @@ _WHEN = PAGE_FIELDS.index("fetched_at")
 
 HEAD = 4
 READ_SIZE = 1 << 20
+GROUP = 8
+"""Pages written and answered together at most (see the module's docstring)."""
+PIPE_SIZE = 1 << 20
+"""Bytes the pipe to this process holds (``F_SETPIPE_SZ``): room for dozens of pages, so the
+crawl rarely waits for the pipe and each read here takes what was sent since the last."""
 
 
 def frame(message: Any) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return len(data).to_bytes(HEAD, "big") + data
-
-
-_KIND_NAMES = {kind: str(kind.value) for kind in LinkKind}
 
 
 def page_message(
@@ -84,11 +93,14 @@ def page_message(
     refers_to: tuple[str, str, str | None, str | None] | None = None,
 ) -> bytes:
     """The ``page`` frame, on the crawl's event loop: kept to plain values, which pickle
-    fastest (an aware datetime alone costs more than the rest, so it goes as text)."""
-    fields = tuple(getattr(page, name) for name in PAGE_FIELDS)
+    fastest (an aware datetime alone costs more than the rest, so it goes as text, and each
+    link is one ``URL KIND`` string, the metadata record's outlink value)."""
+    fields = _page_fields(page)
     fields = (*fields[:_WHEN], fields[_WHEN].isoformat(), *fields[_WHEN + 1 :])
-    kinds = _KIND_NAMES
-    return frame(("page", seq, fields, [(link.url, kinds[link.kind]) for link in links], refers_to))
+    return frame(("page", seq, fields, [link.url + " " + link.kind for link in links], refers_to))
+
+
+_page_fields = operator.attrgetter(*PAGE_FIELDS)
 
 
 def page_of(fields: Sequence[Any]) -> Page:
@@ -127,6 +139,10 @@ class _Collected(logging.Handler):
         return taken
 
 
+Answer = tuple[str, int, Any]
+"""``(status, seq, result)``: ``ok`` and what the request returns, or ``error`` and why."""
+
+
 class Session:
     """The files of one crawl: what the threads of the crawl process did before."""
 
@@ -138,10 +154,32 @@ class Session:
         self.folder: Path | None = None
         self.closed = False
 
+    def handle_all(self, messages: Sequence[tuple[Any, ...]]) -> list[Answer]:
+        """Answer `messages` in order; consecutive pages are written together."""
+        answers: list[Answer] = []
+        pages: list[tuple[Any, ...]] = []
+        for message in messages:
+            if message[0] == "page":
+                pages.append(message)
+                continue
+            if pages:
+                answers += self._pages(pages)
+                pages = []
+            answers.append(_answer(message[1], self.handle, message))
+        if pages:
+            answers += self._pages(pages)
+        return answers
+
+    def _pages(self, messages: Sequence[tuple[Any, ...]]) -> list[Answer]:
+        try:
+            return self.pages(messages)
+        except Exception as exc:  # a bug (or the dedup table failing) fails the group, not the process
+            traceback.print_exc()
+            return [("error", message[1], f"WARC writer: {exc!r}") for message in messages]
+
     def handle(self, message: tuple[Any, ...]) -> Any:
+        """Answer one request other than ``page`` (those go through `pages`)."""
         kind = message[0]
-        if kind == "page":
-            return self.page(message[2], message[3], message[4])
         if kind == "start":
             return self.start(*message[2:])
         if kind == "resources":
@@ -174,22 +212,52 @@ class Session:
             pid=pid,
         )
 
-    def page(
-        self,
-        fields: tuple[Any, ...],
-        links: list[tuple[str, str]],
-        refers_to: tuple[str, str, str | None, str | None] | None = None,
-    ) -> tuple[int, int, bool]:
-        """Write one exchange; answer (records, bytes, whether the response is a revisit).
+    def pages(self, messages: Sequence[tuple[Any, ...]]) -> list[Answer]:
+        """Build the ``page`` messages' records, write them together, answer each.
 
-        `refers_to` (URI, date, record id, payload digest) is the stored capture a 304 confirmed.
+        A page's answer is (records, bytes, whether the response is a revisit).  A payload
+        stored by an earlier page of the group makes a revisit as if written already; when
+        a write fails, that page and the rest of the group fail, and none of them is in
+        the dedup table.
         """
         if self.rotator is None:
-            raise ArchiveError("WARC writer used before crawl_started")
-        page = page_of(fields)
-        originals = self.dedup if self.dedup is not None else _NONE
-        built = self.maker.page(
-            page,
+            return [("error", message[1], "WARC writer used before crawl_started") for message in messages]
+        answers: dict[int, Answer] = {}
+        built: list[tuple[int, PageRecords]] = []
+        group: dict[str, Original] = {}
+        originals = _Layered(group, self.dedup if self.dedup is not None else _NONE)
+        for message in messages:
+            seq = message[1]
+            answer = _answer(seq, self._build, message, originals)
+            if answer[0] == "ok":
+                records: PageRecords = answer[2]
+                built.append((seq, records))
+                if records.digest is not None and records.original is not None:
+                    group.setdefault(records.digest, records.original)
+            else:
+                answers[seq] = answer
+        written: list[WarcFile] = []
+        failure: ArchiveError | None = None
+        try:
+            self._write_many([records for _seq, records in built], written)
+        except ArchiveError as exc:
+            failure = exc
+        for (seq, records), where in itertools.zip_longest(built, written):
+            if where is None:
+                answers[seq] = ("error", seq, str(failure))
+                continue
+            if self.dedup is not None and records.digest is not None and records.original is not None:
+                self.dedup.add(records.digest, records.original, where.name)
+            revisit = any(r.record_type == "revisit" for r in records.records)
+            answers[seq] = ("ok", seq, (len(records.records), records.size, revisit))
+        return [answers[message[1]] for message in messages]
+
+    def _build(self, message: tuple[Any, ...], originals: Originals) -> PageRecords:
+        """One exchange's records; a 304's `refers_to` (URI, date, record id, payload digest)
+        is the stored capture it confirmed."""
+        _kind, _seq, fields, links, refers_to = message
+        return self.maker.page(
+            page_of(fields),
             links,
             originals,
             dedup=self.settings.dedup,
@@ -197,22 +265,19 @@ class Session:
             not_modified=Original(*refers_to[:3]) if refers_to is not None else None,
             not_modified_digest=refers_to[3] if refers_to is not None else None,
         )
-        self._write(built)
-        revisit = any(r.record_type == "revisit" for r in built.records)
-        return len(built.records), built.size, revisit
 
     def resources(self, parts: list[tuple[str, str, bytes]], moment: str) -> tuple[int, int]:
         """Write resource records a plugin made of a page; answer (records, bytes)."""
         if self.rotator is None:
             raise ArchiveError("WARC writer used before crawl_started")
         built = self.maker.resources(parts, datetime.fromisoformat(moment))
-        self._write(built)
+        self._write_many([built], [])
         return len(built.records), built.size
 
-    def _write(self, records: PageRecords) -> None:
+    def _write_many(self, pages: Sequence[PageRecords], written: list[WarcFile]) -> None:
         assert self.rotator is not None
         try:
-            written = self.rotator.write(records)
+            self.rotator.write_many(pages, written)
         except OSError as exc:
             current = self.rotator.current
             where = current.path if current is not None else self.folder
@@ -220,8 +285,6 @@ class Session:
                 f"cannot write WARC file {where}: {exc.strerror or exc}"
                 " (the file was cut back to its last whole record; resume once fixed)"
             ) from exc
-        if self.dedup is not None and records.digest is not None and records.original is not None:
-            self.dedup.add(records.digest, records.original, written.name)
 
     def _file_closed(self, name: str) -> None:
         if self.dedup is not None:
@@ -244,6 +307,27 @@ class Session:
 _NONE: dict[str, Original] = {}
 
 
+class _Layered:
+    """The payloads of the group being built, then those already written."""
+
+    def __init__(self, group: dict[str, Original], written: Originals) -> None:
+        self.group = group
+        self.written = written
+
+    def get(self, digest: str, /) -> Original | None:
+        return self.group.get(digest) or self.written.get(digest)
+
+
+def _answer(seq: int, work: Callable[..., Any], *args: Any) -> Answer:
+    try:
+        return ("ok", seq, work(*args))
+    except ArchiveError as exc:
+        return ("error", seq, str(exc))
+    except Exception as exc:  # a bug must fail the page, not hang the crawl
+        traceback.print_exc()
+        return ("error", seq, f"WARC writer: {exc!r}")
+
+
 def serve(session: Session, collected: _Collected, source: int = 0, sink: int = 1) -> None:
     """Answer frames from `source` on `sink` until ``close`` or the end of input."""
     buffer = bytearray()
@@ -252,18 +336,10 @@ def serve(session: Session, collected: _Collected, source: int = 0, sink: int = 
         if not chunk:
             return
         buffer += chunk
-        for message in split_frames(buffer):
-            seq = message[1]
-            try:
-                result = session.handle(message)
-            except ArchiveError as exc:
-                answer = frame(("error", seq, str(exc), collected.take()))
-            except Exception as exc:  # a bug must fail the page, not hang the crawl
-                traceback.print_exc()
-                answer = frame(("error", seq, f"WARC writer: {exc!r}", collected.take()))
-            else:
-                answer = frame(("ok", seq, result, collected.take()))
-            _write_all(sink, answer)
+        messages = split_frames(buffer)
+        for start in range(0, len(messages), GROUP):
+            answers = session.handle_all(messages[start : start + GROUP])
+            _write_all(sink, frame(("answers", answers, collected.take())))
 
 
 def _write_all(fd: int, data: bytes) -> None:

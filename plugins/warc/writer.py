@@ -1,9 +1,10 @@
 """The per-run WARC writer: hooks that archive every HTTP exchange of a crawl.
 
 `configure` (in ``__init__``) registers one `WarcWriter` per run.  The records are built,
-compressed and written by a process of its own (worker.py), fed through a pipe: warcio and
-zlib then run on another core without taking the crawl's GIL, and the event loop only
-pickles each page (about 20 us) and reads the answers.  A semaphore bounds the pages in
+compressed and written by a process of its own (worker.py), fed through a pipe: record
+building and zlib then run on another core without taking the crawl's GIL, and the event
+loop only pickles each page (20-40 us), sends the pages of one loop turn in one write and
+reads the answers, which come a group of pages at a time.  A semaphore bounds the pages in
 flight, so a slow disk slows the crawl instead of filling memory.  `page_fetched` returns
 only once the worker answered that its records are written (and fsynced when asked): the
 core marks the URL done after that, so a crash never loses a page the frontier believes
@@ -35,7 +36,7 @@ from archiver.model import Crawl, Link, Page
 from .records import warcinfo_fields
 from .settings import WarcSettings
 from .stored import UpdateLookup
-from .worker import frame, page_message, split_frames
+from .worker import PIPE_SIZE, frame, page_message, split_frames
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +58,21 @@ def config_summary(config: Config) -> list[tuple[str, str]]:
 
 
 class WriterProcess:
-    """The crawl's end of the pipe to worker.py: numbered requests, answers matched by number."""
+    """The crawl's end of the pipe to worker.py: numbered requests, answers matched by number.
+
+    The frames sent during one turn of the event loop go in one write, and the worker
+    answers a group of pages in one frame: a few system calls a group instead of four a page.
+    """
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self._seq = itertools.count()
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._failure: ArchiveError | None = None
+        self._outbox: list[bytes] = []
         self._reader = asyncio.create_task(self._read_answers())
+        assert process.stdin is not None
+        _widen(process.stdin)
 
     @classmethod
     async def spawn(cls) -> WriterProcess:
@@ -93,14 +101,23 @@ class WriterProcess:
         return self._send(seq, page_message(seq, page, links, refers_to))
 
     def _send(self, seq: int, data: bytes) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         if self._failure is not None:
             future.set_exception(self._failure)
             return future
-        assert self.process.stdin is not None
         self._pending[seq] = future
-        self.process.stdin.write(data)
+        if not self._outbox:
+            loop.call_soon(self._flush)
+        self._outbox.append(data)
         return future
+
+    def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        stdin = self.process.stdin
+        if stdin is None or stdin.is_closing():
+            return  # the worker is gone: `_read_answers` fails the pending futures
+        stdin.write(b"".join(outbox))
 
     async def settle(self, future: asyncio.Future[Any]) -> Any:
         """Wait for the pipe to take the request, then for its answer."""
@@ -118,16 +135,17 @@ class WriterProcess:
             if not chunk:
                 break
             buffer += chunk
-            for status, seq, result, logs in split_frames(buffer):
+            for _kind, answers, logs in split_frames(buffer):
                 for level, name, message in logs:
                     logging.getLogger(name).log(level, "%s", message)
-                future = self._pending.pop(seq, None)
-                if future is None or future.done():
-                    continue
-                if status == "ok":
-                    future.set_result(result)
-                else:
-                    future.set_exception(ArchiveError(str(result)))
+                for status, seq, result in answers:
+                    future = self._pending.pop(seq, None)
+                    if future is None or future.done():
+                        continue
+                    if status == "ok":
+                        future.set_result(result)
+                    else:
+                        future.set_exception(ArchiveError(str(result)))
         code = await self.process.wait()
         self._failure = ArchiveError(f"the WARC writer process exited (code {code})")
         for future in self._pending.values():
@@ -137,6 +155,8 @@ class WriterProcess:
 
     async def finish(self) -> None:
         """Close the pipe and wait for the process (after ``close`` was answered)."""
+        if self._outbox:
+            self._flush()
         if self.process.stdin is not None:
             self.process.stdin.close()
         with contextlib.suppress(ProcessLookupError):
@@ -213,6 +233,20 @@ class WarcWriter:
         finally:
             await process.finish()
         crawl.stats["warc.files"] = files
+
+
+def _widen(stdin: asyncio.StreamWriter) -> None:
+    """Give the pipe room for dozens of pages (Linux), so the crawl seldom waits on it."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    pipe = stdin.get_extra_info("pipe")
+    if setsize is None or pipe is None:
+        return
+    with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
+        fcntl.fcntl(pipe.fileno(), setsize, PIPE_SIZE)
 
 
 async def _to_the_end(work: Any) -> Any:
