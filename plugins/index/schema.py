@@ -227,6 +227,50 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
                 pos += 1
                 yield token
 
+    @property
+    def indexes_in_one_pass(self) -> bool:
+        """`positions` gives what indexing through `__call__` would (a pattern without groups)."""
+        return self._findall is not None
+
+    def positions(self, value: str) -> dict[str, list[int]]:
+        """Each term of `value` with its positions, as indexing numbers them (`_one_pass` from
+        position 0): what whoosh's `Positions.word_values` collects from the tokens, without
+        a token per word.  Needs `indexes_in_one_pass`."""
+        findall = self._findall
+        assert findall is not None
+        memo = self._memo
+        decide = self._decide
+        found: dict[str, list[int]] = {}
+        get = found.get
+        pos = 0
+        started = False
+        for word in findall(value):
+            try:
+                pieces = memo[word]
+            except KeyError:
+                pieces = decide(word)
+            if pieces is None:
+                if not started:
+                    pos += 1
+                continue
+            started = True
+            if isinstance(pieces, str):
+                held = get(pieces)
+                if held is None:
+                    found[pieces] = [pos]
+                else:
+                    held.append(pos)
+                pos += 1
+                continue
+            for text, _, _ in pieces:
+                held = get(text)
+                if held is None:
+                    found[text] = [pos]
+                else:
+                    held.append(pos)
+                pos += 1
+        return found
+
     def _decide(self, word: str) -> _Pieces:
         """What the filter chain makes of one word, remembered unless it is a CJK run: a run is
         a whole sentence, rarely seen twice, and its pieces take kilobytes."""

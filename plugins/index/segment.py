@@ -22,26 +22,87 @@ from typing import Any
 from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
 from whoosh.writing import SegmentWriter
 
+from .blocks import COMPRESSED_BLOCK, Codec
+from .postings import Postings
 from .store import WRITER_MEMORY_MB
 
 HEADROOM = 1.5
 """The pool spills only past this many times `WRITER_MEMORY_MB`: room for the page that
 fills a segment (a page of `max_chars` text adds a few MB of postings)."""
-COMPRESSED_BLOCK = 8
-"""Posting blocks of fewer postings are written uncompressed."""
+COMPRESSION = 3
+"""zlib's level for blocks of `COMPRESSED_BLOCK` postings or more (whoosh's own)."""
 
 
 class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
         super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
         self._full_at = memory_mb * 1024 * 1024
+        schema = self.schema
+        self._postings: Postings | None = None
+        if not any(field.vector or field.separate_spelling() for _, field in schema.items()):
+            self._postings = Postings(schema)
 
     @property
     def full(self) -> bool:
         """The postings held reach the memory the segment was given: time to write it."""
+        if self._postings is not None:
+            return self._postings.size >= self._full_at
         return bool(self.pool.currentsize >= self._full_at)
 
+    def add_document(self, **fields: Any) -> None:
+        """whoosh's `add_document`, the postings kept in `Postings` rather than the pool
+        (a schema with term vectors or separate spelling words takes whoosh's path)."""
+        postings = self._postings
+        if postings is None:
+            super().add_document(**fields)
+            return
+        self._check_state()
+        schema = self.schema
+        docboost = self._doc_boost(fields)
+        names = sorted(name for name in fields if not name.startswith("_"))
+        self._check_fields(schema, names)
+        analyzed = []
+        for name in names:
+            value = fields[name]
+            if value is None:
+                continue
+            field = schema[name]
+            found: Any = None
+            length = 0
+            if field.indexed:
+                found, length = postings.analyze(
+                    name, field, value, self._field_boost(fields, name, docboost)
+                )
+            analyzed.append((name, field, value, found, length))
+        docnum = self.docnum
+        perdoc = self.perdocwriter
+        perdoc.start_doc(docnum)
+        try:
+            for name, field, value, _, length in analyzed:
+                stored = fields.get(f"_stored_{name}", value)
+                perdoc.add_field(name, field, stored if field.stored else None, length)
+                column = field.column_type
+                if column and stored is not None:
+                    perdoc.add_column_value(name, column, field.to_column_value(stored))
+        except Exception:
+            perdoc.cancel_doc()
+            raise
+        perdoc.finish_doc()
+        for name, _, _, found, length in analyzed:
+            if found:
+                postings.add(name, docnum, found)
+                if length:
+                    postings.add_length(name, docnum, length)
+        self._added = True
+        self.docnum += 1
+
     def _flush_segment(self) -> None:
+        if self._postings is not None:
+            self.perdocwriter.close()
+            self._postings.write(self.fieldwriter, self.schema, self.docnum, COMPRESSION)
+            self._postings = None
+            self.fieldwriter.close()
+            return
         self.perdocwriter.close()
         lengths = FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
         self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
@@ -69,7 +130,7 @@ class FieldLengths:
         self._reader.close()
 
 
-class _Codec(W3Codec):  # type: ignore[misc]
+class _Codec(Codec):
     def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
         return _PostingsWriter(
             dbfile,
