@@ -47,13 +47,13 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
     for name in ("split", "whole"):
         (tmp_path / name).mkdir()
     split = create_index(tmp_path / "split")
-    writer = SegmentBuilder(split, memory_mb=1)
+    writer = SegmentBuilder(split, memory_mb=0.25)
     segments = 1
     for page in pages:
         if writer.full:
             assert not writer.pool.runs  # sorted in memory: nothing went to a run file
             writer.commit(merge=False)
-            writer = SegmentBuilder(split, memory_mb=1)
+            writer = SegmentBuilder(split, memory_mb=0.25)
             segments += 1
         writer.add_document(**page)
     assert not writer.pool.runs

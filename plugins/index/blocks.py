@@ -30,6 +30,11 @@ COMPRESSED_BLOCK = 8
 """Posting blocks of fewer postings are written uncompressed: most hold a rare word's one
 or two postings, which zlib does not make smaller, at a fixed cost per call.  Each block
 says whether it is compressed, so any whoosh reads them."""
+DATA_PROTOCOL = 3
+"""Pickle protocol of a block's data.  whoosh pickles with protocol 2, which has no bytes
+type: each value (a posting's positions) is pickled as a call of `_codecs.encode` on a
+latin-1 string, ~20 bytes more than protocol 3's bytes; whoosh unpickles either (pickle
+reads its protocol from the data)."""
 FLUSH_BYTES = 1 << 20
 """Bytes of postings and term index gathered before they are written."""
 
@@ -150,7 +155,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
                     kept = None
                 else:
                     kept = b"".join(values[first:last])
-                data = dumps((deltas, weighed, kept), 2)
+                data = dumps((deltas, weighed, kept), DATA_PROTOCOL)
                 compression = level if size >= COMPRESSED_BLOCK else 0
                 if compression:
                     data = zlib.compress(data, compression)

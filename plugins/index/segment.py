@@ -25,11 +25,12 @@ from whoosh.writing import SegmentWriter
 from .blocks import COMPRESSED_BLOCK, Codec
 from .postings import Postings
 from .store import WRITER_MEMORY_MB
+from .stored import PerDocWriter
 
 HEADROOM = 1.5
 """The pool spills only past this many times `WRITER_MEMORY_MB`: room for the page that
 fills a segment (a page of `max_chars` text adds a few MB of postings)."""
-COMPRESSION = 3
+COMPRESSION = 0
 """zlib's level for blocks of `COMPRESSED_BLOCK` postings or more (whoosh's own)."""
 
 
@@ -131,6 +132,9 @@ class FieldLengths:
 
 
 class _Codec(Codec):
+    def per_document_writer(self, storage: Any, segment: Any) -> Any:
+        return PerDocWriter(self, storage, segment)
+
     def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
         return _PostingsWriter(
             dbfile,
