@@ -13,6 +13,7 @@ back through stock whoosh and compares it with what whoosh's writer makes.
 
 from __future__ import annotations
 
+import struct
 import zlib
 from array import array
 from collections.abc import Iterable
@@ -24,7 +25,7 @@ from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec, W3FieldWriter, W3TermInfo
 from whoosh.filedb.filetables import OrderedHashWriter, _lengths, _pointer
-from whoosh.system import pack_int, pack_long, pack_ushort
+from whoosh.system import pack_int, pack_ushort
 
 COMPRESSED_BLOCK = 8
 """Posting blocks of fewer postings are written uncompressed: most hold a rare word's one
@@ -38,7 +39,10 @@ reads its protocol from the data)."""
 FLUSH_BYTES = 1 << 20
 """Bytes of postings and term index gathered before they are written."""
 
-_TERMINFO = W3TermInfo._struct.pack
+_TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi").pack
+"""A term's `W3TermInfo` bytes: its statistics, then where its postings are (offset, length)."""
+_FLOAT = struct.Struct("f").pack
+_ROUND = struct.Struct("f").unpack
 
 
 def _term_hash(key: bytes) -> int:
@@ -113,6 +117,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         compressed at `level`."""
         self.start_field(fieldname, fieldobj)
         fixed = fieldobj.format.fixed_value_size()
+        listed = fixed is None or fixed < 0  # values kept as a tuple, else joined (or None)
         limit = self._codec._blocklimit
         postfile = self._postfile
         offset = postfile.tell()
@@ -122,70 +127,27 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         parts: list[bytes] = []
         held = 0
         for btext, flat in terms:
-            start = offset
-            parts.append(WHOOSH3_HEADER_MAGIC)
-            offset += 4
-            ids = flat[0::3]
-            weights = flat[1::3]
-            values = flat[2::3]
-            count = len(ids)
-            total = 0.0
-            top: float = 0
-            low = high = 0
-            low_seen = False
-            for first in range(0, count, limit):
-                last = min(first + limit, count)
-                block_ids = ids[first:last]
-                block = array("f", weights[first:last])
-                size = last - first
-                if size == 1:
-                    weight = block[0]
-                    weighed = None if weight == 1.0 else weight
-                    deltas: tuple[int, ...] = (block_ids[0],)
+            if len(flat) == 3:  # one posting: most terms of a segment
+                docnum, weight, value = flat
+                rounded = weight if weight == 1.0 else _ROUND(_FLOAT(weight))[0]
+                if listed:
+                    kept: Any = (value,) if value else ()
                 else:
-                    weight = block[0]
-                    if block.count(weight) == size:
-                        weighed = None if weight == 1.0 else weight
-                    else:
-                        weighed = tuple(block)
-                    deltas = tuple(map(sub, block_ids, chain((0,), block_ids)))
-                if fixed is None or fixed < 0:
-                    kept: Any = tuple(filter(None, values[first:last]))
-                elif fixed == 0:
-                    kept = None
-                else:
-                    kept = b"".join(values[first:last])
-                data = dumps((deltas, weighed, kept), DATA_PROTOCOL)
-                compression = level if size >= COMPRESSED_BLOCK else 0
-                if compression:
-                    data = zlib.compress(data, compression)
-                biggest = max(weights[first:last])
-                if not biggest > 0:
-                    biggest = 0
-                if lengths is None:
-                    small = big = 0
-                else:
-                    found = bytes([lengths[docnum] for docnum in block_ids])
-                    big = max(found)
-                    small = min(found) if 0 not in found else min(found.replace(b"\0", b""), default=0)
-                info = dumps((size, block_ids[-1], biggest, compression, small, big), 2)
+                    kept = value if fixed else None
+                data = dumps(((docnum,), None if rounded == 1.0 else rounded, kept), DATA_PROTOCOL)
+                biggest = weight if weight > 0 else 0
+                small = lengths[docnum] if lengths is not None else 0
+                info = dumps((1, docnum, biggest, 0, small, small), 2)
                 length = len(info) + len(data)
-                parts += (pack_int(-length if last == count else length), info, data)
-                offset += 4 + length
-                total += sum(block)
-                if biggest > top:
-                    top = biggest
-                if small and (not low_seen or small < low):
-                    low, low_seen = small, True
-                if big > high:
-                    high = big
+                parts += (WHOOSH3_HEADER_MAGIC, pack_int(-length), info, data)
+                stats = (rounded, 1, small, small, biggest, docnum, docnum)
+                length += 8
+            else:
+                length, stats = self._blocks(flat, parts, limit, listed, fixed, lengths, level)
             keys.append(prefix + btext)
-            infos.append(
-                _TERMINFO(0, total, count, low, high, top, ids[0], ids[-1])
-                + pack_long(start)
-                + pack_int(offset - start)
-            )
-            held += offset - start
+            infos.append(_TERMINFO(0, *stats, offset, length))
+            offset += length
+            held += length
             if held >= FLUSH_BYTES:
                 postfile.write(b"".join(parts))
                 self._tindex.add_many(keys, infos)
@@ -193,6 +155,67 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         postfile.write(b"".join(parts))
         self._tindex.add_many(keys, infos)
         self.finish_field()
+
+    @staticmethod
+    def _blocks(
+        flat: list[Any],
+        parts: list[bytes],
+        limit: int,
+        listed: bool,
+        fixed: int | None,
+        lengths: bytes | bytearray | None,
+        level: int,
+    ) -> tuple[int, tuple[Any, ...]]:
+        """A term's blocks appended to `parts`: (their bytes, the term's statistics)."""
+        ids = flat[0::3]
+        weights = flat[1::3]
+        values = flat[2::3]
+        count = len(ids)
+        total = 0.0
+        top: float = 0
+        low = high = 0
+        parts.append(WHOOSH3_HEADER_MAGIC)
+        written = 4
+        for first in range(0, count, limit):
+            last = min(first + limit, count)
+            size = last - first
+            block_ids = ids[first:last]
+            block = array("f", weights[first:last])
+            weight = block[0]
+            if block.count(weight) == size:
+                weighed: Any = None if weight == 1.0 else weight
+            else:
+                weighed = tuple(block)
+            deltas = tuple(map(sub, block_ids, chain((0,), block_ids)))
+            if listed:
+                kept: Any = tuple(filter(None, values[first:last]))
+            else:
+                kept = b"".join(values[first:last]) if fixed else None
+            data = dumps((deltas, weighed, kept), DATA_PROTOCOL)
+            compression = level if size >= COMPRESSED_BLOCK else 0
+            if compression:
+                data = zlib.compress(data, compression)
+            biggest = max(weights[first:last])
+            if not biggest > 0:
+                biggest = 0
+            if lengths is None:
+                small = big = 0
+            else:
+                found = bytes(map(lengths.__getitem__, block_ids))
+                big = max(found)
+                small = min(found) if 0 not in found else min(found.replace(b"\0", b""), default=0)
+            info = dumps((size, block_ids[-1], biggest, compression, small, big), 2)
+            length = len(info) + len(data)
+            parts += (pack_int(-length if last == count else length), info, data)
+            written += 4 + length
+            total += sum(block)
+            if biggest > top:
+                top = biggest
+            if small and (not low or small < low):
+                low = small
+            if big > high:
+                high = big
+        return written, (total, count, low, high, top, ids[0], ids[-1])
 
 
 class Codec(W3Codec):  # type: ignore[misc]

@@ -50,6 +50,24 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
             return self._postings.size >= self._full_at
         return bool(self.pool.currentsize >= self._full_at)
 
+    def update_document(self, **fields: Any) -> None:
+        """whoosh's `update_document`: the first live document of each unique field's value
+        deleted, then `fields` added; found by a term look-up in each segment rather than a
+        query run through a searcher (which cost as much as indexing a small page)."""
+        self._check_state()
+        unique = self._unique_fields(fields)
+        if unique:
+            leaves = self.searcher().reader().leaf_readers()
+            for name in unique:
+                term = (name, fields[name])
+                for reader, base in leaves:
+                    if term in reader:
+                        first = next(iter(reader.postings(*term).all_ids()), None)
+                        if first is not None:
+                            self.delete_document(base + first)
+                            break
+        self.add_document(**fields)
+
     def add_document(self, **fields: Any) -> None:
         """whoosh's `add_document`, the postings kept in `Postings` rather than the pool
         (a schema with term vectors or separate spelling words takes whoosh's path)."""
