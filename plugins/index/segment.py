@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
+from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
 from .blocks import COMPRESSED_BLOCK, Codec
@@ -139,11 +140,18 @@ class FieldLengths:
         self._tables: dict[str, list[Any]] = {}
 
     def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> Any:
+        return self._table(fieldname, default)[docnum]
+
+    def length_bytes(self, fieldname: str) -> bytes:
+        """Each document's length byte in the field (0: none), as its column holds them."""
+        return bytes(length_to_byte(length) if length else 0 for length in self._table(fieldname, 0))
+
+    def _table(self, fieldname: str, default: int) -> list[Any]:
         table = self._tables.get(fieldname)
         if table is None:
             read = self._reader.doc_field_length
             table = self._tables[fieldname] = [read(d, fieldname, default) for d in range(self._count)]
-        return table[docnum]
+        return table
 
     def close(self) -> None:
         self._reader.close()
