@@ -1,18 +1,22 @@
-"""whoosh's segment writer, sized so that a segment's postings are sorted in memory.
+"""whoosh's segment writer with the postings kept compactly and written a term at a time.
 
-whoosh collects a segment's postings in a pool; past the pool's size it pickles them,
-sorted, to a run file on disk, and merges the runs (unpickling every posting) when the
-segment is written.  On the bench pages that round trip was a third of the indexing time.
-So a `SegmentBuilder` is `full` a little before its pool would spill, and its owner
-starts a new segment then: memory stays bounded by the pool, and no posting goes through
-a run file unless one page alone is larger than the headroom left for it.
+whoosh's `SegmentWriter` makes a 5-tuple per posting in a pool (which pickles them to run
+files past its size), sorts them all, and writes them one call per posting, with a
+column read per posting for its document's field length: on the bench pages that was
+most of the index's CPU.  A `SegmentBuilder` keeps a segment's postings by field and term
+(`postings.py`: the text fields analyzed straight into positions), knows each document's
+length bytes, and writes each term's postings as whoosh's blocks in a few calls
+(`blocks.py`); stored fields go through whoosh's per-document writer with a cheaper
+pickle (`stored.py`).  The files are whoosh 3's and the segments name whoosh's own
+codec: stock whoosh reads, searches and merges them (`tests/test_index_builder.py`
+compares them with what whoosh's writer makes, posting by posting).
 
-Writing the segment asks for the length of the field of each posting's document, one
-column read per posting; `FieldLengths` reads each field's column once.  And whoosh
-zlib-compresses every block of postings, most of which hold a rare word's one or two
-postings in a few dozen bytes that compression does not make smaller, at a fixed cost
-per call: `_Codec` leaves such blocks as they are.  Each block says whether it is
-compressed, so any whoosh reads them; the segments name whoosh's own codec.
+It is `full` when its postings reach the memory it was given (~800 bench pages for
+`WRITER_MEMORY_MB`), and its owner starts a new segment then.  A schema with term vectors
+or separate spelling words takes whoosh's own path (pool and posting writer), with
+`FieldLengths` reading each field's length column once and blocks of few postings left
+uncompressed (zlib does not make a rare word's one or two postings smaller, at a fixed
+cost per call; each block says whether it is compressed, so any whoosh reads them).
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from .store import WRITER_MEMORY_MB
 from .stored import PerDocWriter
 
 HEADROOM = 1.5
-"""The pool spills only past this many times `WRITER_MEMORY_MB`: room for the page that
-fills a segment (a page of `max_chars` text adds a few MB of postings)."""
+"""whoosh's pool (its own path) spills only past this many times `WRITER_MEMORY_MB`: room
+for the page that fills a segment (a page of `max_chars` text adds a few MB of postings)."""
 COMPRESSION = 0
-"""zlib's level for blocks of `COMPRESSED_BLOCK` postings or more (whoosh's own)."""
+"""zlib's level for the blocks `SegmentBuilder` writes: none.  Pickled with protocol 3
+(`blocks.DATA_PROTOCOL`), the bench pages' postings took less room uncompressed than
+whoosh's compressed protocol 2, and compressing cost a tenth of the index's CPU."""
 
 
 class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
