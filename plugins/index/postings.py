@@ -2,11 +2,12 @@
 
 whoosh's writer turns every posting into a 5-tuple (field, term, document, weight, value)
 in its pool, estimates its size, sorts all of them, and hands them to its posting writer
-one call per posting: per posting that is most of whoosh's indexing time, and ~200 bytes
-of memory.  Here each field has a table of term -> flat list (document, weight, value,
-document, weight, value...), appended in document order, so the postings are sorted once
-the terms are: ~30 bytes a posting, a few list appends to add one, and slices to write a
-term's blocks (`blocks.py`).
+one call per posting: per posting that is most of whoosh's indexing time, and over 100
+bytes of memory.  Here each field has a table of term -> flat list (document, weight,
+value, document, weight, value...), appended in document order, so the postings are
+sorted once the terms are: ~45 bytes a posting on the bench pages (its share of the terms
+and values included), a look-up and an append to add one, and slices to write a term's
+blocks (`blocks.py`).
 
 The text fields are analyzed by `OnePassAnalyzer.positions` straight into term ->
 positions, and the values encoded as whoosh's formats encode them (`Positions`: the count
