@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from archiver_plugins.index import tiers
 from archiver_plugins.index.segment import SegmentBuilder
-from archiver_plugins.index.store import create_index
+from archiver_plugins.index.spool import Spool
+from archiver_plugins.index.store import Capture, create_index, open_index, spool_path
 from archiver_plugins.index.tiers import merge_tiers, tier
+from archiver_plugins.index.writer import Control, run
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.qparser import QueryParser
 
@@ -47,13 +49,13 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
     for name in ("split", "whole"):
         (tmp_path / name).mkdir()
     split = create_index(tmp_path / "split")
-    writer = SegmentBuilder(split, memory_mb=1)
+    writer = SegmentBuilder(split, memory_mb=0.25)
     segments = 1
     for page in pages:
         if writer.full:
             assert not writer.pool.runs  # sorted in memory: nothing went to a run file
             writer.commit(merge=False)
-            writer = SegmentBuilder(split, memory_mb=1)
+            writer = SegmentBuilder(split, memory_mb=0.25)
             segments += 1
         writer.add_document(**page)
     assert not writer.pool.runs
@@ -117,3 +119,29 @@ def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(
     for ix in (tiered, whole):
         ix.writer().commit(optimize=True)
     assert hits(tiered) == hits(whole)
+
+
+def test_a_drain_commits_by_batch_size_not_by_the_clock(tmp_path: Path) -> None:
+    """Once the crawl is done, `batch_seconds` no longer cuts the catch-up into segments."""
+    spool = Spool(spool_path(tmp_path))
+    spool.add(
+        [
+            Capture(
+                f"http://example.test/p{n}",
+                "20240501120000",
+                200,
+                "text/plain",
+                "utf-8",
+                page["text"].encode(),
+            )
+            for n, page in enumerate(documents(100))
+        ]
+    )
+    spool.close()
+    run(tmp_path, batch_size=60, batch_seconds=0.0, max_chars=100_000, control=Control("drain"), lock_wait=0)
+    ix = open_index(tmp_path)
+    try:
+        assert ix.doc_count() == 100
+        assert len(ix._segments()) == 2  # 100 pages in batches of 60 (by the clock: one a read)
+    finally:
+        ix.close()

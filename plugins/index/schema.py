@@ -89,7 +89,11 @@ def _pieces(text: str) -> Iterator[tuple[str, int]]:
 WORDS = r"[\w\*]+(?:\.?[\w\*]+)*"
 """whoosh's default token pattern without its capturing group: the same matches."""
 MEMO_SIZE = 50_000
-"""Words remembered by one analyzer (about 150 bytes each); the memo starts over when full."""
+"""Words remembered by the analyzers of one kind (about 150 bytes each); the memo starts
+over when full."""
+_MEMOS: dict[tuple[str, frozenset[str] | None, bool], dict[str, Any]] = {}
+"""The memo of each kind of analyzer (pattern, stop words, stemming) in this process:
+every writer unpickles its own schema, and its analyzers would learn a page's words anew."""
 
 _Pieces = str | tuple[tuple[str, int, int], ...] | None
 """What the chain makes of one word: a term, (term, offset, length) pieces (a CJK run), or
@@ -102,7 +106,8 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
     Indexing and ordinary queries take the one-pass loop; calls the loop does not cover
     (stop words kept, no tokenizing, original text kept, no stemming) go through the
     chain of whoosh filters, which gives the same terms.  Pickled (in the index's table
-    of contents) as its chain, without the memo.
+    of contents) as its chain, without the memo, which the analyzers of the same chain in
+    a process share.
     """
 
     def __init__(self, pattern: str = WORDS, stops: bool = False, stems: bool = False) -> None:
@@ -123,7 +128,8 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
         stop_filters = [item for item in self.items if isinstance(item, StopFilter)]
         self._stops: frozenset[str] | None = stop_filters[0].stops if stop_filters else None
         self._stems = any(isinstance(item, StemFilter) for item in self.items)
-        self._memo: dict[str, _Pieces] = {}
+        key = (expression.pattern, self._stops, self._stems)
+        self._memo: dict[str, _Pieces] = _MEMOS.setdefault(key, {})
 
     def __getstate__(self) -> dict[str, Any]:
         return {"items": self.items}
@@ -226,6 +232,50 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
                 token.endchar = base + offset + length
                 pos += 1
                 yield token
+
+    @property
+    def indexes_in_one_pass(self) -> bool:
+        """`positions` gives what indexing through `__call__` would (a pattern without groups)."""
+        return self._findall is not None
+
+    def positions(self, value: str) -> dict[str, list[int]]:
+        """Each term of `value` with its positions, as indexing numbers them (`_one_pass` from
+        position 0): what whoosh's `Positions.word_values` collects from the tokens, without
+        a token per word.  Needs `indexes_in_one_pass`."""
+        findall = self._findall
+        assert findall is not None
+        memo = self._memo
+        decide = self._decide
+        found: dict[str, list[int]] = {}
+        get = found.get
+        pos = 0
+        started = False
+        for word in findall(value):
+            try:
+                pieces = memo[word]
+            except KeyError:
+                pieces = decide(word)
+            if pieces is None:
+                if not started:
+                    pos += 1
+                continue
+            started = True
+            if isinstance(pieces, str):
+                held = get(pieces)
+                if held is None:
+                    found[pieces] = [pos]
+                else:
+                    held.append(pos)
+                pos += 1
+                continue
+            for text, _, _ in pieces:
+                held = get(text)
+                if held is None:
+                    found[text] = [pos]
+                else:
+                    held.append(pos)
+                pos += 1
+        return found
 
     def _decide(self, word: str) -> _Pieces:
         """What the filter chain makes of one word, remembered unless it is a CJK run: a run is

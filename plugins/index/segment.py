@@ -1,18 +1,22 @@
-"""whoosh's segment writer, sized so that a segment's postings are sorted in memory.
+"""whoosh's segment writer with the postings kept compactly and written a term at a time.
 
-whoosh collects a segment's postings in a pool; past the pool's size it pickles them,
-sorted, to a run file on disk, and merges the runs (unpickling every posting) when the
-segment is written.  On the bench pages that round trip was a third of the indexing time.
-So a `SegmentBuilder` is `full` a little before its pool would spill, and its owner
-starts a new segment then: memory stays bounded by the pool, and no posting goes through
-a run file unless one page alone is larger than the headroom left for it.
+whoosh's `SegmentWriter` makes a 5-tuple per posting in a pool (which pickles them to run
+files past its size), sorts them all, and writes them one call per posting, with a
+column read per posting for its document's field length: on the bench pages that was
+most of the index's CPU.  A `SegmentBuilder` keeps a segment's postings by field and term
+(`postings.py`: the text fields analyzed straight into positions), knows each document's
+length bytes, and writes each term's postings as whoosh's blocks in a few calls
+(`blocks.py`); stored fields go through whoosh's per-document writer with a cheaper
+pickle (`stored.py`).  The files are whoosh 3's and the segments name whoosh's own
+codec: stock whoosh reads, searches and merges them (`tests/test_index_builder.py`
+compares them with what whoosh's writer makes, posting by posting).
 
-Writing the segment asks for the length of the field of each posting's document, one
-column read per posting; `FieldLengths` reads each field's column once.  And whoosh
-zlib-compresses every block of postings, most of which hold a rare word's one or two
-postings in a few dozen bytes that compression does not make smaller, at a fixed cost
-per call: `_Codec` leaves such blocks as they are.  Each block says whether it is
-compressed, so any whoosh reads them; the segments name whoosh's own codec.
+It is `full` when its postings reach the memory it was given (~800 bench pages for
+`WRITER_MEMORY_MB`), and its owner starts a new segment then.  A schema with term vectors
+or separate spelling words takes whoosh's own path (pool and posting writer), with
+`FieldLengths` reading each field's length column once and blocks of few postings left
+uncompressed (zlib does not make a rare word's one or two postings smaller, at a fixed
+cost per call; each block says whether it is compressed, so any whoosh reads them).
 """
 
 from __future__ import annotations
@@ -20,28 +24,111 @@ from __future__ import annotations
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
+from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
+from .blocks import COMPRESSED_BLOCK, Codec
+from .postings import Postings
 from .store import WRITER_MEMORY_MB
+from .stored import PerDocWriter
 
 HEADROOM = 1.5
-"""The pool spills only past this many times `WRITER_MEMORY_MB`: room for the page that
-fills a segment (a page of `max_chars` text adds a few MB of postings)."""
-COMPRESSED_BLOCK = 8
-"""Posting blocks of fewer postings are written uncompressed."""
+"""whoosh's pool (its own path) spills only past this many times `WRITER_MEMORY_MB`: room
+for the page that fills a segment (a page of `max_chars` text adds a few MB of postings)."""
+COMPRESSION = 0
+"""zlib's level for the blocks `SegmentBuilder` writes: none.  Pickled with protocol 3
+(`blocks.DATA_PROTOCOL`), the bench pages' postings took less room uncompressed than
+whoosh's compressed protocol 2, and compressing cost a tenth of the index's CPU."""
 
 
 class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def __init__(self, ix: Any, memory_mb: float = WRITER_MEMORY_MB, **kwargs: Any) -> None:
         super().__init__(ix, limitmb=memory_mb * HEADROOM, codec=_Codec(), **kwargs)
         self._full_at = memory_mb * 1024 * 1024
+        schema = self.schema
+        self._postings: Postings | None = None
+        if not any(field.vector or field.separate_spelling() for _, field in schema.items()):
+            self._postings = Postings(schema)
 
     @property
     def full(self) -> bool:
         """The postings held reach the memory the segment was given: time to write it."""
+        if self._postings is not None:
+            return self._postings.size >= self._full_at
         return bool(self.pool.currentsize >= self._full_at)
 
+    def update_document(self, **fields: Any) -> None:
+        """whoosh's `update_document`: the first live document of each unique field's value
+        deleted, then `fields` added; found by a term look-up in each segment rather than a
+        query run through a searcher (which cost as much as indexing a small page)."""
+        self._check_state()
+        unique = self._unique_fields(fields)
+        if unique:
+            leaves = self.searcher().reader().leaf_readers()
+            for name in unique:
+                term = (name, fields[name])
+                for reader, base in leaves:
+                    if term in reader:
+                        first = next(iter(reader.postings(*term).all_ids()), None)
+                        if first is not None:
+                            self.delete_document(base + first)
+                            break
+        self.add_document(**fields)
+
+    def add_document(self, **fields: Any) -> None:
+        """whoosh's `add_document`, the postings kept in `Postings` rather than the pool
+        (a schema with term vectors or separate spelling words takes whoosh's path)."""
+        postings = self._postings
+        if postings is None:
+            super().add_document(**fields)
+            return
+        self._check_state()
+        schema = self.schema
+        docboost = self._doc_boost(fields)
+        names = sorted(name for name in fields if not name.startswith("_"))
+        self._check_fields(schema, names)
+        analyzed = []
+        for name in names:
+            value = fields[name]
+            if value is None:
+                continue
+            field = schema[name]
+            found: Any = None
+            length = 0
+            if field.indexed:
+                found, length = postings.analyze(
+                    name, field, value, self._field_boost(fields, name, docboost)
+                )
+            analyzed.append((name, field, value, found, length))
+        docnum = self.docnum
+        perdoc = self.perdocwriter
+        perdoc.start_doc(docnum)
+        try:
+            for name, field, value, _, length in analyzed:
+                stored = fields.get(f"_stored_{name}", value)
+                perdoc.add_field(name, field, stored if field.stored else None, length)
+                column = field.column_type
+                if column and stored is not None:
+                    perdoc.add_column_value(name, column, field.to_column_value(stored))
+        except Exception:
+            perdoc.cancel_doc()
+            raise
+        perdoc.finish_doc()
+        for name, _, _, found, length in analyzed:
+            if found:
+                postings.add(name, docnum, found)
+                if length:
+                    postings.add_length(name, docnum, length)
+        self._added = True
+        self.docnum += 1
+
     def _flush_segment(self) -> None:
+        if self._postings is not None:
+            self.perdocwriter.close()
+            self._postings.write(self.fieldwriter, self.schema, self.docnum, COMPRESSION)
+            self._postings = None
+            self.fieldwriter.close()
+            return
         self.perdocwriter.close()
         lengths = FieldLengths(self.per_document_reader()) if self.codec.length_stats else None
         self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
@@ -59,17 +146,27 @@ class FieldLengths:
         self._tables: dict[str, list[Any]] = {}
 
     def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> Any:
+        return self._table(fieldname, default)[docnum]
+
+    def length_bytes(self, fieldname: str) -> bytes:
+        """Each document's length byte in the field (0: none), as its column holds them."""
+        return bytes(length_to_byte(length) if length else 0 for length in self._table(fieldname, 0))
+
+    def _table(self, fieldname: str, default: int) -> list[Any]:
         table = self._tables.get(fieldname)
         if table is None:
             read = self._reader.doc_field_length
             table = self._tables[fieldname] = [read(d, fieldname, default) for d in range(self._count)]
-        return table[docnum]
+        return table
 
     def close(self) -> None:
         self._reader.close()
 
 
-class _Codec(W3Codec):  # type: ignore[misc]
+class _Codec(Codec):
+    def per_document_writer(self, storage: Any, segment: Any) -> Any:
+        return PerDocWriter(self, storage, segment)
+
     def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
         return _PostingsWriter(
             dbfile,

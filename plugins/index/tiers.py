@@ -14,8 +14,8 @@ which spills past its memory to pickled run files (the cost `segment.py` avoids)
 segment's postings are already sorted by field and term, and the documents of the later
 segment follow those of the earlier one: the merged postings are the segments' streams
 merged term by term and copied, a block of postings at a time, straight to the new
-segment.  Memory holds a block of postings per segment and the new segment's field
-lengths, not the postings.
+segment (`blocks.FieldWriter.add_terms`).  Memory holds a term's postings and the new
+segment's field lengths.
 
 `merge_tiers` is a whoosh merge policy (``writer.commit(mergetype=merge_tiers)``): the
 merged segments and the commit's own are listed in the one table of contents the commit
@@ -26,13 +26,18 @@ contents lists are removed by the next commit), and deleted documents are droppe
 from __future__ import annotations
 
 import heapq
+import io
 import itertools
 import math
 import operator
+import pickle
+import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from whoosh.codec.whoosh3 import W3LeafMatcher
+from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
+from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
@@ -44,6 +49,14 @@ costs about as much CPU as indexing its pages did, and each page is merged once 
 it climbs: with ~270-page segments no page is merged below ~8,600 pages and once up to
 ~270,000, and an index of up to a million pages keeps at most 128 segments (whoosh opens a
 file per segment when searching; the limit is often 1,024)."""
+
+
+CHUNK = 1 << 20
+"""Bytes of a segment's term index read at once while merging."""
+_FIELD = struct.Struct("!H")
+_EXTENT = struct.Struct("!qi")
+_INFO_SIZE = W3TermInfo._struct.size
+_BLOCK = struct.Struct("!i")
 
 
 def tier(segment: Any) -> int:
@@ -76,11 +89,11 @@ def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
     readers = [SegmentReader(writer.storage, writer.schema, segment) for segment in group]
     try:
         fieldnames = set(writer.schema.names())
-        docmaps: list[dict[int, int]] = []
+        docmaps: list[dict[int, int] | int] = []
         for reader in readers:
             first = builder.docnum
             docmap = builder.write_per_doc(fieldnames | set(reader.indexed_field_names()), reader)
-            docmaps.append(docmap or {n: first + n for n in range(reader.doc_count_all())})
+            docmaps.append(first if docmap is None else docmap)
         builder.perdocwriter.close()
         lengths = FieldLengths(builder.per_document_reader())
         try:
@@ -104,57 +117,110 @@ def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
 def _write_postings(
     fieldwriter: Any, schema: Any, lengths: FieldLengths, readers: Sequence[Any], docmaps: Sequence[Any]
 ) -> None:
-    """Every term of the `readers` in order; a term's postings segment after segment, so
-    their new document numbers ascend."""
+    """Every term of the `readers` in order, a field at a time; a term's postings segment
+    after segment, so their new document numbers ascend."""
     terms = heapq.merge(*(_terms(reader, number) for number, reader in enumerate(readers)))
-    field = None
-    length = lengths.doc_field_length
-    for (fieldname, text), holders in itertools.groupby(terms, key=operator.itemgetter(0, 1)):
+    for fieldname, held in itertools.groupby(terms, key=operator.itemgetter(0)):
         if fieldname not in schema:
             continue
-        if fieldname != field:
-            if field is not None:
-                fieldwriter.finish_field()
-            field = fieldname
-            fieldwriter.start_field(fieldname, schema[fieldname])
-        add = fieldwriter.add
-        format_ = schema[fieldname].format
-        started = False  # a term whose documents were all deleted is left out
-        for _, _, number, terminfo in holders:
+        field = schema[fieldname]
+        postings = _field_postings(held, field.format, readers, docmaps)
+        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), 0)
+
+
+def _field_postings(
+    terms: Iterator[tuple[str, bytes, int, Any]], format_: Any, readers: Sequence[Any], docmaps: Sequence[Any]
+) -> Iterator[tuple[bytes, list[Any]]]:
+    """(term, [document, weight, value, ...]) for one field's terms; a term whose documents
+    were all deleted is left out."""
+    for text, holders in itertools.groupby(terms, key=operator.itemgetter(1)):
+        flat: list[Any] = []
+        for _, _, number, where in holders:
             docmap = docmaps[number]
-            for docnum, weight, value in _postings(readers[number], terminfo, format_):
-                new = docmap.get(docnum)
-                if new is not None:  # None: a deleted document
-                    if not started:
-                        fieldwriter.start_term(text)
-                        started = True
-                    add(new, weight, value, length(new, fieldname))
-        if started:
-            fieldwriter.finish_term()
-    if field is not None:
-        fieldwriter.finish_field()
+            for ids, weights, values in _blocks(readers[number], where, format_):
+                if isinstance(docmap, int):  # no deleted documents: numbers shifted
+                    flat += itertools.chain.from_iterable(
+                        zip(map(operator.add, ids, itertools.repeat(docmap)), weights, values, strict=True)
+                    )
+                    continue
+                for docnum, weight, value in zip(ids, weights, values, strict=True):
+                    new = docmap.get(docnum)
+                    if new is not None:  # None: a deleted document
+                        flat += (new, weight, value)
+        if flat:
+            yield text, flat
 
 
-def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, Any]]:
-    """The segment's terms in order, with where their postings are (one pass of its term
-    index, not a look-up per term)."""
-    for (fieldname, text), terminfo in reader._terms.items():
-        yield fieldname, text, number, terminfo
+def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[int, int] | Any]]:
+    """The segment's terms in order, with where their postings are: (field, term, `number`,
+    (offset, length) in the posting file, or the term info of inlined postings).  The term
+    index is read `CHUNK` bytes at a time and its records parsed here: read record by
+    record through whoosh's compound file, it cost more than the merge's writing."""
+    terms = reader._terms
+    tindex = terms._tindex
+    unmap = terms._fieldunmap
+    dbfile = tindex.dbfile
+    pos, end = tindex.startofdata, tindex.endofdata
+    heads = _LENGTHS.size
+    buffer = b""
+    start = 0
+    while pos < end or start < len(buffer):
+        if len(buffer) - start < heads or len(buffer) - start < heads + sum(
+            _LENGTHS.unpack_from(buffer, start)
+        ):
+            if pos >= end:
+                raise ValueError("term index cut short")
+            size = min(CHUNK, end - pos)
+            buffer = buffer[start:] + dbfile.get(pos, size)
+            pos += size
+            start = 0
+            continue
+        keylen, datalen = _LENGTHS.unpack_from(buffer, start)
+        key = buffer[start + heads : start + heads + keylen]
+        value = buffer[start + heads + keylen : start + heads + keylen + datalen]
+        start += heads + keylen + datalen
+        (fieldid,) = _FIELD.unpack_from(key)
+        if value[0]:  # postings inlined in the term info
+            where: Any = W3TermInfo.from_bytes(value)
+        else:
+            where = _EXTENT.unpack_from(value, _INFO_SIZE)
+        yield unmap[fieldid], key[_FIELD.size :], number, where
 
 
-def _postings(reader: Any, terminfo: Any, format_: Any) -> Iterator[tuple[int, float, bytes]]:
-    """A term's (document, weight, value) postings, deleted documents included, a block of
-    whoosh's posting file at a time (one call per posting costs as much as writing it)."""
-    if terminfo.is_inlined():
-        ids, weights, values = terminfo.inlined_postings()
-        yield from zip(ids, weights, (b"" if value is None else value for value in values), strict=True)
+def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """A term's postings as (ids, weights, values) a block at a time, deleted documents
+    included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
+    if not isinstance(where, tuple):
+        ids, weights, values = where.inlined_postings()
+        yield ids, weights, tuple(b"" if value is None else value for value in values)
         return
-    offset, length = terminfo.extent()
-    matcher = W3LeafMatcher(reader._terms._postfile, offset, length, format_)
-    while matcher.is_active():
-        matcher._read_ids()
-        matcher._read_weights()
-        matcher._read_values()
-        values = matcher._values if matcher._fixedsize != 0 else (b"",) * matcher._blocklength
-        yield from zip(matcher._ids, matcher._weights, values, strict=True)
-        matcher._next_block()
+    offset, length = where
+    raw = reader._terms._postfile.get(offset, length)
+    if raw[:4] != WHOOSH3_HEADER_MAGIC:
+        raise ValueError(f"posting block tag {raw[:4]!r}")
+    fixed = format_.fixed_value_size()
+    stream = io.BytesIO(raw)
+    position = 4
+    while True:
+        (size,) = _BLOCK.unpack_from(raw, position)
+        stream.seek(position + 4)
+        info = pickle.load(stream)
+        position += 4 + abs(size)
+        data = raw[stream.tell() : position]
+        if info[3]:
+            data = zlib.decompress(data)
+        deltas, weights, values = pickle.loads(data)
+        count = info[0]
+        if weights is None:
+            weights = (1.0,) * count
+        elif isinstance(weights, float):
+            weights = (weights,) * count
+        if fixed is None or fixed < 0:
+            pass
+        elif fixed == 0:
+            values = (b"",) * count
+        else:
+            values = tuple(values[i : i + fixed] for i in range(0, len(values), fixed))
+        yield tuple(itertools.accumulate(deltas)), weights, values
+        if size < 0:
+            return

@@ -1,9 +1,10 @@
 """The index writer: a process of its own that turns spooled pages into whoosh documents.
 
 Run as ``python -m archiver_plugins.index.writer ARCHIVE``.  It parses HTML and feeds
-whoosh (pure Python, ~100 pages/s), so it must not share the crawl's GIL.  It commits
+whoosh (pure Python, ~150 pages/s), so it must not share the crawl's GIL.  It commits
 every `batch_size` pages or `batch_seconds`, whichever comes first, so `archiver search`
-sees a running crawl's pages.  While the crawl runs, it uses at most `crawl_share` of one
+sees a running crawl's pages (once told to drain, every `batch_size` pages).  While the
+crawl runs, it uses at most `crawl_share` of one
 CPU (it sleeps in proportion to the CPU time it spent): on a machine with few cores a
 writer at full speed slows the crawl beside it (they share caches and memory bandwidth
 even on separate cores), and the pages it has not reached are indexed at full speed once
@@ -81,13 +82,14 @@ class Batcher:
         self.uncommitted += 1
         self._batch_urls.add(capture.url)
 
-    def due(self) -> bool:
+    def due(self, timed: bool = True) -> bool:
+        """A batch is full, or (`timed`) `batch_seconds` passed since its first page."""
         if not self.uncommitted:
             return False
         return (
             self.uncommitted >= self.batch_size
             or self._writer.full
-            or time.monotonic() - self._since >= self.batch_seconds
+            or (timed and time.monotonic() - self._since >= self.batch_seconds)
         )
 
     def commit(self) -> int:
@@ -167,7 +169,9 @@ def run(
                 last = row_id
                 if control.mode == "stop":
                     break
-            if batcher.due() or (not rows and control.mode == "drain"):
+            # commits every `batch_seconds` keep a running crawl's pages searchable; once the
+            # crawl is done they would only cut the catch-up into more, smaller segments
+            if batcher.due(timed=control.mode is None) or (not rows and control.mode == "drain"):
                 batcher.commit()
                 spool.delete_upto(last)
             if control.mode == "drain" and processes > 1 and spool.pending() > batch_size:

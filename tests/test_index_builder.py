@@ -1,0 +1,271 @@
+"""`SegmentBuilder` writes the segments whoosh's own writer writes: read back through stock
+whoosh, every field, term, posting block, length and stored field is the same, and so are
+searches, snippets, suggestions, replaced pages and tiered merges."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archiver_plugins.index import tiers
+from archiver_plugins.index.search import close_all, search
+from archiver_plugins.index.segment import SegmentBuilder
+from archiver_plugins.index.store import Capture, create_index, make_document, whoosh_dir
+from archiver_plugins.index.tiers import merge_segments
+from whoosh.codec.whoosh3 import W3Codec
+from whoosh.index import FileIndex
+from whoosh.reading import SegmentReader
+from whoosh.writing import SegmentWriter
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+from index_pages import pages as bench_pages
+
+URL = "http://example.test/"
+
+
+def page(path: str, body: str, title: str = "") -> dict[str, Any]:
+    html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    capture = Capture(URL + path, "20240501120000", 200, "text/html", "utf-8", html.encode())
+    return make_document(capture, max_chars=1_000_000)
+
+
+def documents() -> list[dict[str, Any]]:
+    """Bench pages (one in twenty in Chinese; frequent words with posting lists of more than
+    one block) and the odd ones: Japanese and Chinese text, repeated words, empty fields,
+    a page past whoosh's largest length byte, stop words alone, another field type's value."""
+    found = [
+        make_document(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
+        for url, body in bench_pages(160)
+    ]
+    found += [
+        page(
+            "ja",
+            "<h1>東京の天気</h1><p>今日は晴れです。明日は雨が降るでしょう。ひらがなとカタカナ。</p>",
+            "日本語",
+        ),
+        page("zh", "<h1>中文搜索</h1><p>中文搜索引擎的索引。我们在这里测试中文分词。</p>", "中文"),
+        page("repeat", "<p>" + "echo " * 3000 + "queue queue event" + "</p>", "echo echo"),
+        page("empty", ""),
+        page("stops", "<p>the of and to in is it</p>", "the"),
+        page("huge", "<p>" + " ".join(f"w{n % 5000} {n % 10}" for n in range(60_000)) + "</p>", "huge"),
+        page("mixed", "<p>asyncio.run() 3.14 naïve café Straße ﬁle İstanbul</p>", "Mixed"),
+    ]
+    found.append({**found[0], "url": URL + "dict", "status": 404, "title": None, "site": ""})
+    return found
+
+
+def build(folder: Path, docs: list[dict[str, Any]], stock: bool) -> Any:
+    """One segment with `docs`, by whoosh's writer or by `SegmentBuilder`."""
+    folder.mkdir(parents=True)
+    ix = create_index(folder)
+    writer = SegmentWriter(ix, codec=W3Codec()) if stock else SegmentBuilder(ix, memory_mb=1024)
+    for doc in docs:
+        writer.add_document(**doc)
+    writer.commit(merge=False)
+    return FileIndex(ix.storage, ix.schema, ix.indexname)
+
+
+def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
+    """A term's posting blocks as stored: (block info without its compression flag, the
+    block's ids, weights and values)."""
+    terms = reader._terms
+    info = terms.term_info(fieldname, text)
+    assert not info.is_inlined()
+    offset, length = info.extent()
+    if isinstance(length, tuple):  # whoosh reads it back as struct.unpack's tuple
+        (length,) = length
+    raw = terms._postfile.get(offset, length)
+    assert raw[:4] == b"W3Bl"
+    stream = io.BytesIO(raw[4:])
+    found = []
+    while True:
+        (size,) = struct.unpack("!i", stream.read(4))
+        block = stream.read(abs(size))
+        inner = io.BytesIO(block)
+        head = pickle.load(inner)
+        data = inner.read()
+        if head[3]:
+            data = zlib.decompress(data)
+        found.append(((*head[:3], *head[4:]), pickle.loads(data)))
+        if size < 0:
+            break
+    assert not stream.read()
+    return found
+
+
+def term_stats(info: Any) -> tuple[Any, ...]:
+    return (info.weight(), info.doc_frequency(), info.min_length(), info.max_length(),
+            info.max_weight(), info.min_id(), info.max_id())  # fmt: skip
+
+
+def contents(ix: Any) -> dict[str, Any]:
+    """Everything a reader gives back, posting by posting."""
+    with ix.reader() as reader:
+        assert reader.is_atomic()
+        schema = ix.schema
+        terms: dict[Any, Any] = {}
+        for fieldname, text in reader.all_terms():
+            fmt = schema[fieldname].format
+            postings = []
+            matcher = reader.postings(fieldname, text)
+            while matcher.is_active():
+                value = matcher.value()
+                decoded = fmt.decode_positions(value) if hasattr(fmt, "decode_positions") else None
+                postings.append((matcher.id(), matcher.weight(), value, decoded))
+                matcher.next()
+            terms[fieldname, text] = (
+                term_stats(reader.term_info(fieldname, text)),
+                reader.doc_frequency(fieldname, text),
+                reader.frequency(fieldname, text),
+                postings,
+                blocks(reader, fieldname, text),
+            )
+        docs = range(reader.doc_count_all())
+        names = schema.names()
+        return {
+            "terms": terms,
+            "fields": sorted(reader.indexed_field_names()),
+            "stored": [reader.stored_fields(d) for d in docs],
+            "lengths": [[reader.doc_field_length(d, n) for n in names] for d in docs],
+            "totals": [
+                (reader.field_length(n), reader.min_field_length(n), reader.max_field_length(n))
+                for n in names
+                if schema[n].scorable
+            ],
+            "count": reader.doc_count_all(),
+        }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("built")
+    docs = documents()
+    build(whoosh_dir(root / "stock"), docs, stock=True)
+    build(whoosh_dir(root / "builder"), docs, stock=False)
+    return root / "stock", root / "builder"
+
+
+def test_every_posting_block_length_and_stored_field_is_whooshs(built: tuple[Path, Path]) -> None:
+    stock, builder = (_open(archive) for archive in built)
+    assert builder["fields"] == stock["fields"]
+    assert builder["count"] == stock["count"]
+    assert builder["stored"] == stock["stored"]
+    assert builder["lengths"] == stock["lengths"]
+    assert builder["totals"] == stock["totals"]
+    assert builder["terms"].keys() == stock["terms"].keys()
+    for key, held in stock["terms"].items():
+        assert builder["terms"][key] == held, key
+    by_length = [len(held[3]) for held in stock["terms"].values()]
+    assert max(by_length) > 128  # terms of several blocks
+    assert any(len(held[4][0][1][2] or ()) > 1 for held in stock["terms"].values())  # several values a block
+    assert any(key[0] == "text" and not key[1].isascii() for key in stock["terms"])  # CJK bigrams
+
+
+def _open(archive: Path) -> dict[str, Any]:
+    from whoosh import index
+
+    return contents(index.open_dir(str(whoosh_dir(archive))))
+
+
+QUERIES = [
+    "queue",
+    "event loop",
+    '"event loop"',
+    '"echo echo"',
+    "async AND server NOT client",
+    "title:queue",
+    "site:example.test echo",
+    "asyn*",
+    "中文搜索",
+    '"中文搜索"',
+    "天気",
+    "ひらがな",
+    "café",
+    "asyncio.run",
+    "w4999",
+    "quue",
+    "evnt lop",
+]
+
+
+def test_searches_snippets_and_suggestions_are_the_same(built: tuple[Path, Path]) -> None:
+    stock, builder = built
+    try:
+        for query in QUERIES:
+            one = search(stock, query, limit=10, with_snippets=True)
+            two = search(builder, query, limit=10, with_snippets=True)
+            assert [(h.url, round(h.score, 5), h.snippet, h.title) for h in two.hits] == [
+                (h.url, round(h.score, 5), h.snippet, h.title) for h in one.hits
+            ], query
+            assert (two.total, two.suggestion) == (one.total, one.suggestion), query
+        assert search(builder, "queue").total > 10
+        assert search(builder, '"event loop"').hits
+        assert search(builder, "quue").suggestion == "queue"
+        assert "<b" in search(builder, "echo").hits[0].snippet
+    finally:
+        close_all()
+
+
+def test_replaced_pages_and_tiered_merges_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiers, "CHUNK", 100)  # term index records cut across reads
+    docs = documents()[:120]
+    changed = [{**doc, "text": doc["text"] + " replaced", "title": "new"} for doc in docs[::7]]
+    folders = {}
+    for stock in (True, False):
+        folder = whoosh_dir(tmp_path / ("stock" if stock else "builder"))
+        folder.mkdir(parents=True)
+        ix = create_index(folder)
+        for part in (docs[:60], docs[60:], changed):
+            writer = SegmentWriter(ix, codec=W3Codec()) if stock else SegmentBuilder(ix)
+            for doc in part:
+                writer.update_document(**doc)
+            writer.commit(merge=False)
+        ix = FileIndex(ix.storage, ix.schema, ix.indexname)
+        with ix.searcher() as searcher:
+            assert searcher.doc_count() == len(docs)
+            assert {hit["url"] for hit in searcher.documents(title="new")} == {d["url"] for d in changed}
+            for doc in changed:
+                assert [hit["title"] for hit in searcher.documents(url=doc["url"])] == ["new"]
+        if stock:  # whoosh's own merge, through its writer's pool
+            SegmentWriter(ix, codec=W3Codec()).commit(optimize=True)
+        else:
+            writer = ix.writer()
+            merged = merge_segments(writer, ix._segments())
+            writer._close_segment()
+            writer._commit_toc([merged])
+            writer._finish()
+        folders[stock] = folder.parent.parent
+    stock_contents, builder_contents = _open(folders[True]), _open(folders[False])
+    assert builder_contents["count"] == stock_contents["count"] == len(docs)
+    assert builder_contents["stored"] == stock_contents["stored"]
+    assert builder_contents["lengths"] == stock_contents["lengths"]
+    assert builder_contents["terms"] == stock_contents["terms"]
+    try:
+        for query in ("replaced", "queue", '"event loop"', "title:new"):
+            assert [h.url for h in search(folders[False], query).hits] == [
+                h.url for h in search(folders[True], query).hits
+            ]
+    finally:
+        close_all()
+
+
+def test_a_reader_segment_is_what_whoosh_reads(built: tuple[Path, Path]) -> None:
+    """The segment names whoosh's own codec: a reader of stock whoosh opens it."""
+    from whoosh import index
+
+    ix = index.open_dir(str(whoosh_dir(built[1])))
+    (segment,) = ix._segments()
+    assert type(segment.codec()) is W3Codec
+    reader = SegmentReader(ix.storage, ix.schema, segment)
+    try:
+        assert reader.doc_count() == len(documents())
+    finally:
+        reader.close()
