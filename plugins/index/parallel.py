@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import queue
@@ -44,8 +45,8 @@ from whoosh.reading import SegmentReader
 
 from .segment import SegmentBuilder
 from .spool import Spool
-from .store import INDEX_NAME, Capture, make_document
-from .tiers import SEGMENTS_PER_TIER, merge_segments, merge_tiers, tier
+from .store import INDEX_NAME, WRITER_MEMORY_MB, Capture, make_document
+from .tiers import SEGMENTS_PER_TIER, merge_segments, merge_tiers
 
 log = logging.getLogger("archiver.index")
 
@@ -185,6 +186,11 @@ class Contents:
 class Workers:
     """N processes taking chunks of work from one queue (see the module's docstring)."""
 
+    segment_mb: float = WRITER_MEMORY_MB
+    """The postings a worker's segment holds before it is written."""
+    per_tier: int = SEGMENTS_PER_TIER
+    """A worker merges this many of its segments of one size tier into one."""
+
     def __init__(self, folder: Path, spool: Path | None, count: int, max_chars: int) -> None:
         remove_leftovers(folder)
         context = multiprocessing.get_context("spawn")
@@ -202,6 +208,7 @@ class Workers:
                     str(spool) if spool is not None else "",
                     max_chars,
                     number,
+                    (self.segment_mb, self.per_tier),
                     self._jobs,
                     control,
                     self._results,
@@ -420,6 +427,7 @@ def _work(
     spool_file: str,
     max_chars: int,
     number: int,
+    sizes: tuple[float, int],
     jobs: Any,
     control: Any,
     results: Any,
@@ -432,7 +440,8 @@ def _work(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the writer decides when to stop
     storage = _WorkerStorage(folder, supports_mmap=False)
     ix = storage.open_index(INDEX_NAME)
-    worker = _Worker(ix, number, results, max_chars, Spool(Path(spool_file)) if spool_file else None)
+    spool = Spool(Path(spool_file)) if spool_file else None
+    worker = _Worker(ix, number, results, max_chars, spool, *sizes)
     try:
         while True:
             try:
@@ -465,8 +474,19 @@ def _work(
 class _Worker:
     """One worker's open segment, the segments it wrote this pass, and its chunk readers."""
 
-    def __init__(self, ix: Any, number: int, results: Any, max_chars: int, spool: Spool | None) -> None:
+    def __init__(
+        self,
+        ix: Any,
+        number: int,
+        results: Any,
+        max_chars: int,
+        spool: Spool | None,
+        segment_mb: float,
+        per_tier: int,
+    ) -> None:
         self.ix = ix
+        self.segment_mb = segment_mb
+        self.per_tier = per_tier
         self.number = number
         self.results = results
         self.max_chars = max_chars
@@ -502,7 +522,7 @@ class _Worker:
             if self.writer is not None and self.writer.full:
                 self.finish()
             if self.writer is None:
-                self.writer = SegmentBuilder(self.ix, _lk=False)
+                self.writer = SegmentBuilder(self.ix, self.segment_mb, _lk=False)
             self.writer.add_document(**document)
             self.keys.append(key)
             indexed += 1
@@ -521,8 +541,8 @@ class _Worker:
         while True:
             tiers: dict[int, list[Any]] = {}
             for kept in self.mine:
-                tiers.setdefault(tier(kept), []).append(kept)
-            full = [level for level, members in tiers.items() if len(members) >= SEGMENTS_PER_TIER]
+                tiers.setdefault(int(math.log(max(kept.doc_count(), 1), self.per_tier)), []).append(kept)
+            full = [level for level, members in tiers.items() if len(members) >= self.per_tier]
             if not full:
                 return
             group = tiers[min(full)]

@@ -255,6 +255,7 @@ def _build_in_parallel(
 
     jobs = list(warc_chunks(paths, processes))
     started = last_shown = time.monotonic()
+    stats.files += len(paths)
 
     def revisits(done: Pass) -> Iterator[tuple[Any, ...]]:
         first: dict[str, tuple[int, int]] = {}
@@ -286,7 +287,6 @@ def _build_in_parallel(
     finally:
         workers.close()
         contents.close()
-    stats.files += len(paths)
     for report in done.chunks.values():
         stats.records += report.records
         stats.skipped_records += report.skipped_records
@@ -319,6 +319,8 @@ def keep_newest(contents: Any) -> int:
 
 CHUNK_BYTES = 1024 * 1024
 """A worker's share of a compressed WARC file at a time (~200 bench pages, ~1 s of work)."""
+MIN_CHUNK_BYTES = 64 * 1024
+"""Smaller files are cut into fewer chunks than 8 a worker, not into smaller ones."""
 
 
 def warc_chunks(paths: Sequence[Path], processes: int) -> Iterator[tuple[Any, ...]]:
@@ -329,11 +331,11 @@ def warc_chunks(paths: Sequence[Path], processes: int) -> Iterator[tuple[Any, ..
         try:
             size = path.stat().st_size
             with path.open("rb") as handle:
-                cut = is_gzip(handle) and size > CHUNK_BYTES
+                cut = is_gzip(handle)
         except OSError:
             size, cut = 0, False
-        step = max(64 * 1024, min(CHUNK_BYTES, size // (8 * processes) + 1))
-        starts = list(range(0, size, step)) if cut else [0]
+        step = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (8 * processes) + 1))
+        starts = list(range(0, size, step)) if cut and size > step else [0]
         for index, start in enumerate(starts):
             end = starts[index + 1] if index + 1 < len(starts) else 2**62
             yield ("warc", number, str(path), start, end, file_number)
