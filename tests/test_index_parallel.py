@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from aiohttp import web
+from archiver_plugins.index import reindex as reindex_module
+from archiver_plugins.index.parallel import Workers
 from archiver_plugins.index.reindex import catch_up, reindex
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool, pending_in
 from archiver_plugins.index.store import Capture, spool_path
+from test_index_crawl import write_foreign_warc
 from test_index_resume import indexable_in_warcs, indexed
 
 from archiver.manager import make_plugin_manager
@@ -45,7 +49,48 @@ async def test_parallel_reindex_gives_the_index_one_process_gives(site: Site, cr
     assert results(archive) == alone and alone["word7"]
 
 
-async def test_parallel_catch_up_replaces_a_url_spooled_twice(site: Site, crawl_archive: CrawlFn) -> None:
+def tiny_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers write segments of a few pages and merge every three of a tier, and WARC
+    files are cut every few records: every hand-over between the processes happens."""
+    monkeypatch.setattr(Workers, "segment_mb", 0.03)
+    monkeypatch.setattr(Workers, "per_tier", 3)
+    monkeypatch.setattr(reindex_module, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(reindex_module, "MIN_CHUNK_BYTES", 3000)
+
+
+def hit_urls(archive: Path) -> dict[str, list[tuple[str, str]]]:
+    """(url, title) of every hit of each query (the scores of a rebuild that replaced a
+    document count the replaced one until its segment is merged)."""
+    found = {}
+    for query in (*QUERIES, "zebras", "okapis", "lemurs", "giraffes"):
+        hits = search(archive, query, limit=500, with_snippets=False).hits
+        found[query] = sorted((hit.url, hit.title) for hit in hits)
+    return found
+
+
+async def test_parallel_reindex_of_ranges_keeps_the_newest_capture_and_revisits(
+    site: Site, crawl_archive: CrawlFn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.loose_web(60, images=True)
+    crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
+    archive = crawl.archive
+    write_foreign_warc(archive / "warc" / "zz-foreign.warc.gz")  # a revisit, a URL twice
+
+    one = reindex(archive, processes=1)
+    alone = hit_urls(archive)
+    ones = indexed(archive)
+    assert alone["okapis"] and not alone["lemurs"] and len(alone["zebras"]) == 2
+    tiny_segments(monkeypatch)
+    many = reindex(archive, processes=3)
+    assert hit_urls(archive) == alone
+    assert indexed(archive) == ones and max(ones[0].values()) == 1
+    assert many.indexed == one.indexed == ones[1]
+    assert many.records == one.records and many.files == one.files == 2
+
+
+async def test_parallel_catch_up_replaces_a_url_spooled_twice(
+    site: Site, crawl_archive: CrawlFn, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site.loose_web(40, images=True)
     crawl = await crawl_archive(site.url("/p0"), plugins=PLUGINS)
     archive = crawl.archive
@@ -63,6 +108,7 @@ async def test_parallel_catch_up_replaces_a_url_spooled_twice(site: Site, crawl_
         ]
     )
     spool.close()
+    tiny_segments(monkeypatch)
     assert catch_up(archive, batch_size=4, processes=2) == 33
     assert pending_in(spool_path(archive)) == 0
     urls, count = indexed(archive)
@@ -102,4 +148,7 @@ async def test_merge_joins_the_workers_indexes_as_a_rebuild_would(
 
     reindex(merged, processes=1)
     assert results(merged) == joined
+    assert indexed(merged) == (urls, count)
+    reindex(merged, processes=2)  # /shared in three files, read by different workers
+    assert [hit.title for hit in search(merged, "shared").hits] == ["shared v3"]
     assert indexed(merged) == (urls, count)

@@ -10,21 +10,23 @@ interrupted rebuild leaves the old index as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from warcio.bufferedreaders import ChunkedDataReader
 
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError, UsageError, check_writable
 
-from ..warc.members import ReadLimits, RecordError, iter_members, parse_record, read_member
+from ..warc.members import ReadLimits, RecordError, is_gzip, iter_members, parse_record, read_member
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .spool import Spool
 from .store import (
@@ -206,16 +208,7 @@ def reindex(
         shown = time.monotonic()
         try:
             if processes > 1:
-                batcher.indexed = _build_in_parallel(
-                    archive,
-                    ix,
-                    iter_captures(paths, stats),
-                    stats,
-                    batch_size,
-                    max_chars,
-                    processes,
-                    progress,
-                )
+                batcher.indexed = _build_in_parallel(ix, paths, stats, max_chars, processes, progress)
             for capture in iter_captures(paths, stats) if processes == 1 else ():
                 seen = newest.get(capture.url)
                 if seen is not None and seen > capture.time:
@@ -247,86 +240,239 @@ def reindex(
 
 
 def _build_in_parallel(
-    archive: Path,
     ix: Any,
-    captures: Iterator[Capture],
+    paths: Sequence[Path],
     stats: ReindexStats,
-    batch_size: int,
     max_chars: int,
     processes: int,
     progress: Callable[[ReindexStats], None] | None,
 ) -> int:
-    """Pages read from the WARC files by a thread go through a spool of their own to
-    `processes` workers (see `parallel`); returns how many were indexed."""
-    import threading
+    """`processes` workers read, parse and index byte ranges of the WARC files (see
+    `parallel`); revisits are indexed once every response was seen.  Of a URL captured
+    more than once the newest capture is kept (the later one in file order when the
+    times are equal), as one process keeps it.  Returns how many pages were indexed."""
+    from .parallel import Contents, Pass, Workers
 
-    from .parallel import Workers, index_round
+    jobs = list(warc_chunks(paths, processes))
+    started = last_shown = time.monotonic()
+    stats.files += len(paths)
 
-    path = index_root(archive) / "reindex.sqlite"
-    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        leftover.unlink(missing_ok=True)
-    round_size = batch_size * processes
-    read: list[BaseException] = []
-    done = threading.Event()
-    cancelled = threading.Event()
+    def revisits(done: Pass) -> Iterator[tuple[Any, ...]]:
+        first: dict[str, tuple[int, int]] = {}
+        waiting: list[tuple[tuple[int, int], str]] = []
+        for report in done.chunks.values():
+            for digest, order in report.digests:
+                if digest not in first or order < first[digest]:
+                    first[digest] = order
+            waiting += report.revisits
+        for number, (order, digest) in enumerate(sorted(waiting), start=len(jobs)):
+            original = first.get(digest)
+            if original is not None and original < order:
+                where, source = str(paths[order[0]]), str(paths[original[0]])
+                yield ("revisit", number, where, order[1], source, original[1], order[0])
 
-    def produce() -> None:
-        spool = Spool(path)
-        newest: dict[str, str] = {}
-        batch: list[Capture] = []
-        try:
-            for capture in captures:
-                seen = newest.get(capture.url)
-                if seen is not None and seen > capture.time:
-                    continue  # an older capture found after a newer one
-                newest[capture.url] = capture.time
-                batch.append(capture)
-                if len(batch) >= 64:
-                    spool.add(batch)
-                    batch = []
-                    while spool.pending() > 2 * round_size and not cancelled.is_set():
-                        cancelled.wait(0.05)  # bounded: the workers are behind
-                    if cancelled.is_set():
-                        return
-            if batch:
-                spool.add(batch)
-        except BaseException as exc:
-            read.append(exc)
-        finally:
-            spool.close()
-            done.set()
+    def shown(done: Pass) -> None:
+        nonlocal last_shown
+        if progress is not None and time.monotonic() - last_shown >= 2.0:
+            last_shown = time.monotonic()
+            stats.indexed, stats.seconds = done.indexed, last_shown - started
+            progress(stats)
 
-    reader = threading.Thread(target=produce, name="reindex-read", daemon=True)
-    spool = Spool(path)
-    workers = Workers(whoosh_dir_of(ix), path, processes, max_chars)
-    indexed, after = 0, 0
-    started = time.monotonic()
-    reader.start()
+    contents = Contents(ix)
+    workers = Workers(Path(ix.storage.folder), None, processes, max_chars)
     try:
-        while True:
-            finished = done.is_set()
-            if read:
-                break
-            if not finished and spool.pending() < round_size:
-                done.wait(0.05)  # a whole round for the workers, while the thread reads on
-                continue
-            count, last = index_round(ix, spool, workers, round_size, after)
-            if last == after and finished:
-                break
-            indexed, after = indexed + count, last
-            if progress is not None:
-                stats.indexed, stats.seconds = indexed, time.monotonic() - started
-                progress(stats)
-        if read:
-            raise read[0]
+        done = workers.run(contents, jobs, _ignore, _ignore, more=revisits, progress=shown)
+        replaced = keep_newest(contents)
+        contents.write(final=True)
     finally:
-        cancelled.set()
-        reader.join()
         workers.close()
-        spool.close()
-        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            leftover.unlink(missing_ok=True)
-    return indexed
+        contents.close()
+    for report in done.chunks.values():
+        stats.records += report.records
+        stats.skipped_records += report.skipped_records
+        stats.skipped_files += report.skipped_files
+    return done.indexed - replaced
+
+
+def _ignore(_: Any) -> None:
+    """Nothing to do as a segment arrives: the old index serves until the new one is swapped in."""
+
+
+def keep_newest(contents: Any) -> int:
+    """Mark deleted every document of a URL but its newest capture; returns how many."""
+    best: dict[str, tuple[str, tuple[int, int], Any, int]] = {}
+    deleted = 0
+    for fresh in list(contents.fresh.values()):
+        for docnum, (url, when, order) in enumerate(fresh.keys):
+            seen = best.get(url)
+            if seen is None:
+                best[url] = (when, order, fresh.segment, docnum)
+                continue
+            if (when, order) > (seen[0], seen[1]):
+                seen[2].delete_document(seen[3])
+                best[url] = (when, order, fresh.segment, docnum)
+            else:
+                fresh.segment.delete_document(docnum)
+            deleted += 1
+    return deleted
+
+
+CHUNK_BYTES = 1024 * 1024
+"""A worker's share of a compressed WARC file at a time (~200 bench pages, ~1 s of work)."""
+MIN_CHUNK_BYTES = 64 * 1024
+"""Smaller files are cut into fewer chunks than 8 a worker, not into smaller ones."""
+
+
+def warc_chunks(paths: Sequence[Path], processes: int) -> Iterator[tuple[Any, ...]]:
+    """Byte ranges of the WARC files; a gzip file is cut anywhere (a worker starts at the
+    first record that begins in its range), an uncompressed one is read whole."""
+    number = 0
+    for file_number, path in enumerate(paths):
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as handle:
+                cut = is_gzip(handle)
+        except OSError:
+            size, cut = 0, False
+        step = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (8 * processes) + 1))
+        starts = list(range(0, size, step)) if cut and size > step else [0]
+        for index, start in enumerate(starts):
+            end = starts[index + 1] if index + 1 < len(starts) else 2**62
+            yield ("warc", number, str(path), start, end, file_number)
+            number += 1
+
+
+@dataclass
+class ChunkReport:
+    """What a worker found in one range, besides the pages it indexed."""
+
+    records: int = 0
+    skipped_records: int = 0
+    skipped_files: int = 0
+    digests: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    """(payload digest, (file, offset)) of the responses read: the originals of revisits."""
+    revisits: list[tuple[tuple[int, int], str]] = field(default_factory=list)
+    """((file, offset), payload digest) of the revisits, indexed once every response was seen."""
+
+
+class Chunk:
+    """A worker's job: the pages of one byte range of a WARC file, or of one revisit."""
+
+    def __init__(self, job: tuple[Any, ...]) -> None:
+        self.job = job
+        self.found = ChunkReport()
+
+    def captures(self) -> Iterator[tuple[tuple[str, str, tuple[int, int]], Capture]]:
+        if self.job[0] == "revisit":
+            yield from self._revisit(*self.job[2:])
+        else:
+            yield from self._range(*self.job[2:])
+
+    def report(self) -> ChunkReport:
+        return self.found
+
+    def _range(
+        self, name: str, start: int, end: int, file_number: int
+    ) -> Iterator[tuple[tuple[str, str, tuple[int, int]], Capture]]:
+        path = Path(name)
+        limits = _limits(path.parent)
+        found = self.found
+        try:
+            with path.open("rb") as handle:
+                first = first_record(handle, start, end) if start else 0
+                if first is None:
+                    return
+                handle.seek(first)
+                for member in iter_members(handle, limits):
+                    offset = first + member.offset
+                    if offset >= end:
+                        return
+                    if member.problem:
+                        log.warning("reindex: %s: offset %d: %s", path, offset, member.problem)
+                        if member.fatal:
+                            found.skipped_files += 1
+                        else:
+                            found.skipped_records += 1
+                        continue
+                    found.records += 1
+                    try:
+                        record = parse_record(member, path)
+                        if record.rec_type == "revisit" and record.http_headers is not None:
+                            digest = record.rec_headers.get_header("WARC-Payload-Digest")
+                            if digest:
+                                found.revisits.append(((file_number, offset), digest))
+                            continue
+                        originals: dict[str, tuple[Path, int]] = {}
+                        capture = _capture(record, offset, path, originals, limits)
+                    except RecordError as exc:
+                        log.warning("reindex: %s", exc)
+                        found.skipped_records += 1
+                        continue
+                    found.digests += [(digest, (file_number, offset)) for digest in originals]
+                    if capture is not None:
+                        yield (capture.url, capture.time, (file_number, offset)), capture
+        except OSError as exc:
+            found.skipped_files += 1
+            log.warning("reindex: stopped reading %s: %s", path, exc.strerror or exc)
+
+    def _revisit(
+        self, name: str, offset: int, original: str, original_offset: int, file_number: int
+    ) -> Iterator[tuple[tuple[str, str, tuple[int, int]], Capture]]:
+        path = Path(name)
+        limits = _limits(path.parent)
+        try:
+            with path.open("rb") as handle:
+                member = read_member(handle, offset, limits)
+            if member.problem:
+                return
+            record = parse_record(member, path)
+            digest = record.rec_headers.get_header("WARC-Payload-Digest") or ""
+            capture = _capture(record, offset, path, {digest: (Path(original), original_offset)}, limits)
+        except (OSError, RecordError) as exc:
+            log.warning("reindex: %s: offset %d: %s", path, offset, exc)
+            return
+        if capture is not None:
+            yield (capture.url, capture.time, (file_number, offset)), capture
+
+
+def read_chunk(job: tuple[Any, ...]) -> Chunk:
+    return Chunk(job)
+
+
+@functools.lru_cache(maxsize=64)
+def _limits(folder: Path) -> ReadLimits:
+    return ReadLimits.for_archive(folder)
+
+
+_PROBE = 4096
+
+
+def first_record(handle: BinaryIO, start: int, end: int) -> int | None:
+    """The offset of the first gzip member in [start, end) that holds a WARC record: a
+    gzip header whose first bytes inflate to ``WARC/`` (compressed data that happens to
+    look like a gzip header does not inflate to a record)."""
+    position = start
+    while position < end:
+        handle.seek(position)
+        window = handle.read(64 * 1024 + 2)
+        if len(window) < 3:
+            return None
+        at = window.find(b"\x1f\x8b\x08")
+        while at != -1 and position + at < end:
+            if _record_at(handle, position + at):
+                return position + at
+            at = window.find(b"\x1f\x8b\x08", at + 1)
+        position += 64 * 1024
+    return None
+
+
+def _record_at(handle: BinaryIO, offset: int) -> bool:
+    handle.seek(offset)
+    try:
+        head = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(handle.read(_PROBE), 16)
+    except zlib.error:
+        return False
+    return head.startswith(b"WARC/")
 
 
 def whoosh_dir_of(ix: Any) -> Path:

@@ -82,6 +82,33 @@ class Spool:
                 ).fetchall()
             )
 
+    def rows_with_ids(self, row_ids: list[int]) -> Iterator[tuple[int, Capture]]:
+        """(row id, capture) of the given rows still spooled, in order, a few at a time."""
+        for start in range(0, len(row_ids), 32):
+            chunk = row_ids[start : start + 32]
+            marks = ",".join("?" * len(chunk))
+            yield from (
+                (int(row[0]), Capture(*row[1:]))
+                for row in self._db.execute(
+                    "SELECT id, url, time, status, content_type, encoding, content FROM pending"
+                    f" WHERE id IN ({marks}) ORDER BY id",
+                    chunk,
+                ).fetchall()
+            )
+
+    def delete_ids(self, row_ids: list[int]) -> None:
+        """Delete the given rows, in one transaction."""
+        with self._db:
+            self._db.execute("BEGIN")
+            for start in range(0, len(row_ids), 500):
+                chunk = row_ids[start : start + 500]
+                self._db.execute(f"DELETE FROM pending WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+
+    def first_after(self, after: int) -> int | None:
+        """The id of the first row after `after`, None when there is none."""
+        (found,) = self._db.execute("SELECT min(id) FROM pending WHERE id > ?", (after,)).fetchone()
+        return None if found is None else int(found)
+
     def delete_upto(self, last_id: int) -> None:
         self._db.execute("DELETE FROM pending WHERE id <= ?", (last_id,))
 
