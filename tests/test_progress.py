@@ -15,7 +15,8 @@ PAGES = 30
 
 
 async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site, tmp_path: Path) -> None:
-    words = " ".join(f"word{n}" for n in range(2000))
+    # pages heavy enough to index that the catch-up lasts beyond a refresh of the display
+    words = " ".join(f"word{n}" for n in range(15_000))
 
     site.fan(PAGES, body=f"<html><body><p>{words}</p></body></html>")
     config = tmp_path / "c.toml"
