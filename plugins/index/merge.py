@@ -32,7 +32,7 @@ def source_indexes(sources: Sequence[Path]) -> list[Any] | None:
     opened: list[Any] = []
     for source in sources:
         try:
-            opened.append(open_index(source))
+            opened.append(open_index(source, mapped=False))
         except ArchiveError:
             for ix in opened:
                 ix.close()
@@ -76,7 +76,7 @@ def merge_indexes(archive: Path, sources: Sequence[Path]) -> int | None:
         _clear_spool(archive)
     if bring_in_line(archive):
         catch_up(archive)
-    ix = open_index(archive)
+    ix = open_index(archive, mapped=False)
     try:
         lacking = _lacking(ix, archive)
         if lacking:

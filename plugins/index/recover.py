@@ -93,7 +93,7 @@ def _missing(archive: Path) -> tuple[Any, list[Any]]:
     have: dict[str, str] = {}
     if whoosh_dir(archive).is_dir():
         try:
-            ix = open_index(archive)
+            ix = open_index(archive, mapped=False)
         except ArchiveError:
             ix = None  # none yet, or damaged: the writer sets a damaged one aside
         if ix is not None:
