@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -20,20 +19,11 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError
-from .settings import SettingsT, checked, closest, constraint_of, parse_settings, setting
+from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
 _DAY = 86_400.0
 _GIB = 1 << 30
-
-
-def _patterns_problem(patterns: tuple[str, ...]) -> str | None:
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return f"invalid regular expression {pattern!r}: {exc}"
-    return None
 
 
 def _frontier_problem(frontier: str) -> str | None:
@@ -58,8 +48,8 @@ class Config:
     max_tries: int = setting(4, low=1, high=100)
     max_depth: int = setting(50, low=0, high=1_000_000)
     max_pages: int = setting(0, low=0, high=10**12)
-    include: tuple[str, ...] = setting((), check=_patterns_problem)
-    exclude: tuple[str, ...] = setting((), check=_patterns_problem)
+    include: tuple[str, ...] = setting((), check=patterns_problem)
+    exclude: tuple[str, ...] = setting((), check=patterns_problem)
     strict: bool = True
     requisites: bool = True
     user_agent: str = DEFAULT_USER_AGENT

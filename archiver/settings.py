@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -164,6 +165,16 @@ def _choose(value: Any, choices: Mapping[str, Any]) -> Any:
 
 def _shown(bound: float) -> str:
     return str(int(bound)) if math.isfinite(bound) and bound == int(bound) else str(bound)
+
+
+def patterns_problem(patterns: tuple[str, ...]) -> str | None:
+    """A `check` for a list of regular expressions: the first that does not compile."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"invalid regular expression {pattern!r}: {exc}"
+    return None
 
 
 def number_problem(value: float, low: float, high: float) -> str | None:

@@ -6,16 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from archiver.settings import setting
-
-
-def _regular_expressions(patterns: tuple[str, ...]) -> str | None:
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return f"invalid regular expression {pattern!r}: {exc}"
-    return None
+from archiver.settings import patterns_problem, setting
 
 
 def _positive(seconds: float) -> str | None:
@@ -28,7 +19,7 @@ class BrowserSettings:
 
     all: bool = False
     """Render every HTML page (``--browser``)."""
-    match: tuple[str, ...] = setting((), check=_regular_expressions)
+    match: tuple[str, ...] = setting((), check=patterns_problem)
     """Render the HTML pages whose URL matches one of these regular expressions."""
     tabs: int = setting(2, low=1, high=64)
     """Pages rendered at once (``--browser-tabs``), each in its own browser context."""
