@@ -10,6 +10,8 @@ which pulls in asyncio) and the engine (`run_crawl`, aiohttp) are imported when 
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -27,6 +29,7 @@ from .model import Counts, Crawl, Headers, Link, LinkKind, Page
 from .stash import Stash, StashKey
 
 if TYPE_CHECKING:
+    from .commands import json_option
     from .config import Config, load_config
     from .frontier import Frontier, Item, Recovered
     from .runner import run_crawl
@@ -56,6 +59,8 @@ __all__ = [
     "StashKey",
     "UsageError",
     "hookimpl",
+    "json_option",
+    "lazy_attributes",
     "load_config",
     "make_plugin_manager",
     "plugin_versions",
@@ -64,6 +69,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "json_option": ".commands",
     "Config": ".config",
     "load_config": ".config",
     "setting": ".settings",
@@ -74,10 +80,24 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __package__), name)
-    globals()[name] = value
-    return value
+def lazy_attributes(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A PEP 562 module ``__getattr__`` that imports each of `names` (name -> module, relative
+    to `module`'s package) when it is first used.
+
+    Every command line imports every plugin, so a plugin that needs a heavy library (a
+    parser, a compressor) keeps it out of ``archiver --help`` with
+    ``__getattr__ = lazy_attributes(__name__, {"Reader": ".reader"})``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        source = names.get(name)
+        if source is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        namespace = sys.modules[module].__dict__
+        value = namespace[name] = getattr(importlib.import_module(source, namespace["__package__"]), name)
+        return value
+
+    return __getattr__
+
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -74,3 +74,29 @@ def test_the_example_plugin_imports_only_public_names() -> None:
         assert found, path
         for module, name in found:
             assert module in PUBLIC and name in PUBLIC[module].__all__, f"{path.name}: {module}.{name}"
+
+
+def test_lazy_attributes_import_a_name_on_first_use(tmp_path: Path) -> None:
+    """The PEP 562 helper plugins use to keep heavy imports out of every command's start-up."""
+    package = tmp_path / "lazy_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from archiver.api import lazy_attributes\n"
+        '__getattr__ = lazy_attributes(__name__, {"Heavy": ".heavy"})\n'
+    )
+    (package / "heavy.py").write_text("class Heavy:\n    pass\n")
+    code = (
+        "import sys, lazy_pkg\n"
+        "before = 'lazy_pkg.heavy' in sys.modules\n"
+        "first = lazy_pkg.Heavy\n"
+        "print(before, 'lazy_pkg.heavy' in sys.modules, first is lazy_pkg.__dict__['Heavy'])\n"
+        "try:\n    lazy_pkg.Missing\nexcept AttributeError as exc:\n    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "False True True",
+        "module 'lazy_pkg' has no attribute 'Missing'",
+    ]

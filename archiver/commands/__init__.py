@@ -15,17 +15,17 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def json_option(func: F) -> F:
-    """--json, for every command that can print its result for a program."""
-    option = click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON result.")
-    return option(func)
+def json_option(help: str = "Print a machine-readable JSON result.") -> Callable[[F], F]:
+    """--json (the `as_json` argument), for every command that can print its result for a program."""
+    option: Callable[[F], F] = click.option("--json", "as_json", is_flag=True, help=help)
+    return option
 
 
 def output_options(func: F) -> F:
     """-v/-q/--json, shared by the commands that crawl."""
     func = click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")(func)
     func = click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr; no progress bar.")(func)
-    return json_option(func)
+    return json_option()(func)
 
 
 def plugin_options(func: F) -> F:

@@ -14,7 +14,7 @@ from . import json_option
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="The merged archive.")
 @click.option("--copy", is_flag=True, help="Copy WARC files instead of hard-linking them.")
-@json_option
+@json_option()
 def merge_command(sources: tuple[Path, ...], output: Path, copy: bool, as_json: bool) -> None:
     """Combine the archives SOURCES (e.g. one per worker) into one archive OUTPUT.
 

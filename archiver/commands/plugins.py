@@ -12,7 +12,7 @@ from . import json_option
 
 
 @click.command("plugins")
-@json_option
+@json_option()
 @click.pass_obj
 def plugins_command(pm: pluggy.PluginManager | None, as_json: bool) -> None:
     """List the plugins loaded, with their versions and the hooks each implements."""

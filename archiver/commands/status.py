@@ -14,7 +14,7 @@ from . import json_option
 
 @click.command("status")
 @click.argument("archive", type=click.Path(path_type=Path))
-@json_option
+@json_option()
 @click.option("-q", "--quiet", is_flag=True, help="Print only the state: new, running, complete, ...")
 @click.pass_obj
 def status_command(pm: pluggy.PluginManager | None, archive: Path, as_json: bool, quiet: bool) -> None:

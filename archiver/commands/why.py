@@ -17,7 +17,7 @@ from . import json_option
 @click.command("why")
 @click.argument("archive", type=click.Path(path_type=Path))
 @click.argument("urls", nargs=-1, required=True)
-@json_option
+@json_option()
 @click.option(
     "--requisite",
     is_flag=True,

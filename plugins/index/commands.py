@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
+from archiver.api import json_option
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
@@ -113,7 +114,7 @@ def _print(results: SearchResults, archive: Path) -> None:
 @click.option(
     "--page", "-p", default=1, show_default=True, type=click.IntRange(1), help="Which page of results."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@json_option("Print the results as one JSON object.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the URLs of the hits, one per line.")
 @click.option("--no-snippets", is_flag=True, help="Leave out the highlighted text (faster).")
 @click.option(

@@ -11,11 +11,10 @@ make the HTML parser quadratic are read by a linear tokenizer instead, and at mo
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from archiver.api import hookimpl
+from archiver.api import hookimpl, lazy_attributes
 
 if TYPE_CHECKING:
     from archiver.api import Config, Crawl, Link, Page
@@ -32,13 +31,7 @@ log = logging.getLogger(__name__)
 _LAZY = {"document_type": ".find", "find_links": ".find", "LinksSettings": ".settings"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 @hookimpl

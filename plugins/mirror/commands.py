@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from archiver.api import json_option
 from archiver.terminal import echo, printable
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def add_commands(cli: click.Group) -> None:
         default=True,
         help="Mark links to pages not in the archive (data-archive-missing + a title). Default on.",
     )
-    @click.option("--json", "as_json", is_flag=True, help="Print the result and the report as JSON.")
+    @json_option("Print the result and the report as JSON.")
     @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
     def export(
         archive: Path,

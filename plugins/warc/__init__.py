@@ -7,15 +7,14 @@ The reader API other plugins use is in reader.py (`open_archive`).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import pluggy
 
-from archiver.hookspecs import hookimpl
+from archiver.api import hookimpl, lazy_attributes
 
 from .commands import register
 from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
@@ -39,13 +38,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 WRITER_NAME = "warc-writer"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from archiver.api import json_option
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
@@ -86,7 +87,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
 
 @warc_group.command("ls")
 @click.argument("archive", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@json_option("One JSON object per line.")
 def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
     from .reader import open_archive
@@ -132,7 +133,7 @@ def ls(archive: Path, as_json: bool) -> None:
     metavar="N",
     help="Compare crawl N with the one before it (default: the last crawl).",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: crawls compared, counts, URL lists.")
+@json_option("One JSON object: crawls compared, counts, URL lists.")
 def changes(archive: Path, since: str | None, number: int | None, as_json: bool) -> None:
     """Show the URLs added, changed, unchanged and removed between the last two crawls of ARCHIVE.
 
