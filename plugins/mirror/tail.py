@@ -50,6 +50,8 @@ def check_tail(path: Path, captures: Iterable[Capture], limits: ReadLimits = DEF
         offset = start
         pending = handle.read(_CHUNK)
         while pending:
+            if len(pending) < len(_MAGIC):
+                pending += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
             if not pending.startswith(_MAGIC):
                 rest = size - offset
                 what = "NUL bytes" if not pending.strip(b"\0") else "bytes that are not a WARC record"

@@ -143,6 +143,8 @@ def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMI
 
 def _gzip_member(handle: BinaryIO, offset: int, data: bytes, cap: int) -> tuple[Member, bytes]:
     """The member starting with `data` (read on from `handle` as needed), and the bytes after it."""
+    if len(data) < len(GZIP_MAGIC):
+        data += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
     if not data.startswith(GZIP_MAGIC):
         what = "NUL bytes" if not data.strip(b"\0") else "bytes that are not a gzip member"
         return Member(offset, 0, b"", f"{what} where a record should start", fatal=True), b""

@@ -187,6 +187,8 @@ def _gzip_members(handle: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes,
     offset = 0
     pending = handle.read(_CHUNK)
     while pending:
+        if len(pending) < len(GZIP_MAGIC):
+            pending += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
         if not pending.startswith(GZIP_MAGIC):
             rest = len(pending) + len(handle.read())
             what = "NUL bytes" if not pending.strip(b"\0") else "bytes that are not a gzip member"
