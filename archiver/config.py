@@ -4,6 +4,7 @@ Every core key lives in one TOML table (`[crawl]`, `[limits]`, `[politeness]`,
 `[plugins]`); plugins own `[plugins.NAME]`, declared as a dataclass (`archiver.settings`)
 and read checked with `Config.plugin_settings` in their `configure` hook.
 A typo is an error that names the key and the closest valid one, never a silent default.
+A key that moved from a core table to a plugin's (`MOVED`) is still read where it was.
 """
 
 from __future__ import annotations
@@ -54,9 +55,6 @@ class Config:
     requisites: bool = True
     user_agent: str = DEFAULT_USER_AGENT
     frontier: str = setting("sqlite", check=_frontier_problem)
-    crawl_id: str = ""
-    lease_seconds: float = setting(30.0, low=1, high=_DAY)
-    """Redis frontier: how long a worker may hold a URL without renewing it before others take it back."""
     retry_backoff: float = setting(0.5, low=0, high=3_600)
 
     # [limits]
@@ -147,6 +145,17 @@ BOUNDS = {
 }
 """Allowed range of every numeric option (`delay` below 0 means auto)."""
 
+MOVED: Mapping[tuple[str, str], tuple[str, str]] = {
+    ("crawl", "crawl_id"): ("redis", "crawl_id"),
+    ("crawl", "lease_seconds"): ("redis", "lease_seconds"),
+}
+"""Keys that moved from a core table to the table of the plugin that uses them:
+`(table, key)` -> `(plugin, key)`.  Every crawl.toml saved before the move holds them
+(`to_toml_dict` writes every field), and so may a user's file or a configuration a plugin
+stored elsewhere: `current_tables` reads them into `[plugins.NAME]`, and `load_config`
+takes them as overrides, so that older archives resume as they were."""
+_MOVED_KEYS = {key: target for (_, key), target in MOVED.items()}
+
 
 def _closest(name: str, candidates: typing.Iterable[str]) -> str:
     match = closest(name, candidates)
@@ -175,17 +184,51 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
+def current_tables(tables: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """`tables` with the keys that moved to a plugin's table (`MOVED`) put there.
+
+    A key given in both places with two values is an error: neither is silently dropped.
+    """
+    result = {section: dict(t) if isinstance(t, Mapping) else t for section, t in tables.items()}
+    for (section, key), (plugin, new_key) in MOVED.items():
+        table = result.get(section)
+        if not isinstance(table, dict) or key not in table:
+            continue
+        plugins = result.setdefault("plugins", {})
+        target = plugins.get(plugin, {}) if isinstance(plugins, dict) else None
+        if not isinstance(target, Mapping):
+            continue  # left where it was: flatten_tables says what is wrong with the tables
+        value = table.pop(key)
+        if new_key in target and target[new_key] != value:
+            raise ConfigError(
+                f"{source}: {section}.{key} = {value!r} and [plugins.{plugin}] {new_key} ="
+                f" {target[new_key]!r}: keep only [plugins.{plugin}] {new_key}"
+            )
+        plugins[plugin] = {**target, new_key: value}
+    return result
+
+
+def _home_of(key: str) -> str | None:
+    """The table that holds `key`, core or plugin."""
+    home = [s for s, keys in SECTIONS.items() if key in keys]
+    if home:
+        return home[0]
+    moved = _MOVED_KEYS.get(key)
+    return f"plugins.{moved[0]}" if moved else None
+
+
 def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
-    """Turn `{section: {key: value}}` into field values, rejecting unknown names."""
+    """Turn `{section: {key: value}}` into field values, rejecting unknown names.
+
+    Keys older versions kept in a core table are read from there too (`MOVED`).
+    """
     values: dict[str, Any] = {}
     plugin_tables: dict[str, dict[str, Any]] = {}
-    for section, table in tables.items():
+    for section, table in current_tables(tables, source).items():
         if section not in SECTIONS:
-            home = [s for s, keys in SECTIONS.items() if section in keys]
+            home = _home_of(section)
             if home:
-                raise ConfigError(
-                    f"{source}: {section} belongs in the [{home[0]}] table: put it under [{home[0]}]"
-                )
+                raise ConfigError(f"{source}: {section} belongs in the [{home}] table: put it under [{home}]")
             raise ConfigError(f"{source}: unknown table [{section}]{_closest(section, SECTIONS)}")
         if not isinstance(table, Mapping):
             raise ConfigError(f"{source}: [{section}] must be a table")
@@ -195,9 +238,9 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
                 continue
             if key not in SECTIONS[section]:
                 everything = [k for keys in SECTIONS.values() for k in keys]
-                elsewhere = [s for s, keys in SECTIONS.items() if key in keys]
+                elsewhere = _home_of(key)
                 hint = (
-                    f" (it belongs in [{elsewhere[0]}])"
+                    f" (it belongs in [{elsewhere}])"
                     if elsewhere
                     else _closest(key, SECTIONS[section]) or _closest(key, everything)
                 )
@@ -209,13 +252,19 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
 
 
 def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
-    """Defaults, then the file at `path`, then `overrides` (the command line's non-None options)."""
+    """Defaults, then the file at `path`, then `overrides` (the command line's non-None options).
+
+    An override may name a key that moved to a plugin's table (`MOVED`): it sets that table's key.
+    """
     values: dict[str, Any] = {}
     if path is not None:
         values.update(flatten_tables(read_toml(path), source=str(path)))
     for key, value in (overrides or {}).items():
         if value is None:
             continue
+        if key in _MOVED_KEYS:
+            plugin, new_key = _MOVED_KEYS[key]
+            key, value = "plugins", {plugin: {new_key: value}}
         if key == "plugins":
             merged = {k: dict(v) for k, v in values.get("plugins", {}).items()}
             for name, table in value.items():

@@ -90,8 +90,8 @@ def captures(archive: Path) -> list[tuple[str, int]]:
     return found
 
 
-def write_config(path: Path, per_host_concurrency: int = 64, **crawl: Any) -> Path:
-    values = {"max_tasks": 8, "lease_seconds": 30, "max_tries": 2, "timeout": 20.0, **crawl}
+def write_config(path: Path, per_host_concurrency: int = 64, lease_seconds: float = 30, **crawl: Any) -> Path:
+    values = {"max_tasks": 8, "max_tries": 2, "timeout": 20.0, **crawl}
     lines = ["[crawl]"] + [f"{k} = {json.dumps(v)}" for k, v in values.items() if k != "timeout"]
     lines += ["[limits]", f"timeout = {values['timeout']}"]
     lines += [
@@ -100,6 +100,7 @@ def write_config(path: Path, per_host_concurrency: int = 64, **crawl: Any) -> Pa
         "robots = false",
         f"per_host_concurrency = {per_host_concurrency}",
     ]
+    lines += ["[plugins.redis]", f"lease_seconds = {lease_seconds}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -429,10 +430,12 @@ async def test_redis_lost_mid_crawl_stops_cleanly_with_a_message(
     assert len(fetched) >= 30 and fetched <= expected
 
 
+@pytest.mark.parametrize("layout", ["plugin table", "before the move"])
 def test_status_of_a_worker_archive_whose_redis_is_gone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
 ) -> None:
     from redis_support import free_port
+    from test_config_moved import old_crawl_toml
 
     from archiver.archive import prepare_archive
     from archiver.cli import main
@@ -440,8 +443,61 @@ def test_status_of_a_worker_archive_whose_redis_is_gone(
 
     url = f"redis://127.0.0.1:{free_port()}/0"
     archive = tmp_path / "w"
-    prepare_archive(load_config(None, {"output": str(archive), "frontier": url, "crawl_id": "gone"}))
+    redis = {"crawl_id": "gone"}
+    prepare_archive(load_config(None, {"output": str(archive), "frontier": url, "plugins": {"redis": redis}}))
+    if layout == "before the move":
+        old = old_crawl_toml("http://h.test/", str(archive), frontier=url, crawl_id="gone")
+        (archive / "crawl.toml").write_text(old, encoding="utf-8")
     assert main(["status", str(archive)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"{archive}: worker of crawl 'gone' at {url}"), lines
     assert lines[1].startswith(f"  cannot reach the Redis frontier at {url}"), lines
+
+
+def test_a_shared_crawl_saved_before_the_move(
+    redis_server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its configuration in Redis and its workers' crawl.toml hold `crawl_id` and `lease_seconds`
+    under [crawl]: a worker, `status` and `merge` still find the crawl and its lease."""
+    from archiver_plugins.redis.settings import RedisSettings
+    from archiver_plugins.redis.shared import shared_config
+    from test_config_moved import old_crawl_toml
+
+    from archiver.cli import main
+    from archiver.merge import merge_archives
+
+    url = redis_server.url
+    old = old_crawl_toml(
+        "http://h.test/", str(tmp_path / "first"), frontier=url, crawl_id="old", lease_seconds=7.0
+    )
+    now = time.time()
+    client = redis_server.client()
+    try:
+        client.set("archiver:{old}:config", old)
+        client.hset("archiver:{old}:counts", mapping={"done": 5, "failed": 1, "queued": 0})
+        client.sadd("archiver:{old}:seen", *(f"u{i}" for i in range(6)))
+        for name, ago in (("fresh", 1), ("silent", 20)):  # 20 s: dead with a 7 s lease, alive with 30 s
+            beat = {"host": name, "pid": 1, "seen_at": now - ago, "pages": 3}
+            client.hset("archiver:{old}:workers", name, json.dumps(beat))
+    finally:
+        client.close()
+
+    config = shared_config(url, "old", {"output": str(tmp_path / "w")})
+    assert config.plugin_settings("redis", RedisSettings) == RedisSettings("old", 7.0)
+    assert (config.frontier, config.output, config.robots) == (url, str(tmp_path / "w"), False)
+
+    worker = tmp_path / "w"
+    (worker / "warc").mkdir(parents=True)
+    (worker / "crawl.toml").write_text(old.replace(str(tmp_path / "first"), str(worker)), encoding="utf-8")
+    assert main(["status", str(worker), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["state"], status["frontier"], status["done"]) == ("complete", "redis", 5)
+    assert status["shared"]["crawl_id"] == "old"
+    assert status["shared"]["workers"] == ["fresh PID 1: 3 pages"]
+
+    pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.warc", "archiver_plugins.redis"])
+    merged = tmp_path / "merged"
+    merge_archives([worker], merged, plugin_manager=pm)
+    report = json.loads((merged / "report.json").read_text())
+    assert report["shared"]["crawl_id"] == "old" and report["shared"]["complete"] is True
+    assert (report["pages"], report["failed"]) == (5, 1)

@@ -27,11 +27,12 @@ Factory = Callable[..., RedisFrontier]
 
 @pytest.fixture
 async def frontiers(redis_server: RedisServer) -> AsyncIterator[Factory]:
-    """`make(**config)` -> an opened frontier of crawl 't' (one per simulated worker)."""
+    """`make(lease_seconds, **config)` -> an opened frontier of crawl 't' (one per simulated worker)."""
     opened: list[RedisFrontier] = []
 
-    async def make(**overrides: Any) -> RedisFrontier:
-        values = {"frontier": redis_server.url, "crawl_id": "t", "delay": 0.0, **overrides}
+    async def make(lease_seconds: float = 30.0, **overrides: Any) -> RedisFrontier:
+        redis = {"crawl_id": "t", "lease_seconds": lease_seconds}
+        values = {"frontier": redis_server.url, "delay": 0.0, **overrides, "plugins": {"redis": redis}}
         frontier = RedisFrontier(load_config(None, values))
         await frontier.open()
         opened.append(frontier)
@@ -153,7 +154,7 @@ async def test_global_max_pages(frontiers: Factory) -> None:
 
 async def test_unreachable_redis_is_one_clear_error() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
-    frontier = RedisFrontier(load_config(None, {"frontier": url, "crawl_id": "x"}))
+    frontier = RedisFrontier(load_config(None, {"frontier": url, "plugins": {"redis": {"crawl_id": "x"}}}))
     with pytest.raises(FrontierUnavailableError, match=r"cannot reach the Redis frontier at redis://127"):
         await frontier.open()
     await frontier.close()
@@ -236,7 +237,10 @@ async def test_crawl_through_redis_matches_a_memory_crawl(
     site.redirect("/go", "/p3")
     site.page("/", links=["/p0", "/missing"])
     crawl = await crawl_archive(
-        site.url("/"), plugins=("links", "redis"), frontier=redis_server.url, crawl_id="one"
+        site.url("/"),
+        plugins=("links", "redis"),
+        frontier=redis_server.url,
+        plugin_tables={"redis": {"crawl_id": "one"}},
     )
     assert crawl.complete
     assert set(site.hits) == {"/", "/missing", "/go", *(f"/p{i}" for i in range(30))}
@@ -254,7 +258,8 @@ async def test_crawl_through_redis_matches_a_memory_crawl(
 async def test_close_while_a_renewal_is_in_flight_returns(redis_server: RedisServer) -> None:
     """Regression: a cancellation landing inside the client's call used to be swallowed,
     so the renewal loop went on and `close()` waited for it forever."""
-    config = load_config(None, {"frontier": redis_server.url, "crawl_id": "c", "lease_seconds": 1.0})
+    redis = {"crawl_id": "c", "lease_seconds": 1.0}
+    config = load_config(None, {"frontier": redis_server.url, "plugins": {"redis": redis}})
     for i in range(60):
         frontier = RedisFrontier(config)
         frontier.lease_seconds = 0.003  # renew every millisecond: close() often lands mid-call

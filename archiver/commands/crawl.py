@@ -65,7 +65,6 @@ log = logging.getLogger("archiver")
     "--frontier",
     help="Where the queue lives: sqlite (default), memory, or a plugin's URL (redis://HOST:PORT/DB).",
 )
-@click.option("--crawl-id", help="Name of a crawl shared by many processes (a Redis frontier).")
 @click.option(
     "--resume",
     "resume_archive",

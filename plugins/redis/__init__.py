@@ -2,10 +2,12 @@
 
 A crawl started with ``archiver crawl URL -o ARCHIVE --frontier redis://HOST:PORT/DB
 --crawl-id NAME`` keeps its frontier in Redis (frontier.py) and stores its configuration
-there; ``archiver worker`` (worker.py) joins it from anywhere with its own archive
-folder; ``archiver status`` of a worker's archive shows the whole crawl, and ``archiver
-merge`` takes the crawl's own totals from Redis (shared.py).  The redis client is an
-optional extra (``pip install 'archiver[redis]'``), imported only when Redis is used.
+there; ``[plugins.redis]`` (settings.py) holds the crawl's name and lease, and this plugin
+adds ``--crawl-id`` to ``archiver crawl``.  ``archiver worker`` (worker.py) joins a crawl
+from anywhere with its own archive folder; ``archiver status`` of a worker's archive
+shows the whole crawl, and ``archiver merge`` takes the crawl's own totals from Redis
+(shared.py).  The redis client is an optional extra (``pip install 'archiver[redis]'``),
+imported only when Redis is used.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from archiver.api import PLUGIN_SETTINGS
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
@@ -68,11 +71,27 @@ def make_frontier(config: Config, archive: Path) -> Frontier | None:
     return RedisFrontier(config)
 
 
+def _store_crawl_id(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta.setdefault(PLUGIN_SETTINGS, {}).setdefault("redis", {})["crawl_id"] = value
+
+
 @hookimpl
 def register_commands(cli: click.Group) -> None:
     from .worker import worker_command
 
     cli.add_command(worker_command)
+    crawl = cli.commands.get("crawl")
+    if crawl is None or any(param.name == "crawl_id" for param in crawl.params):
+        return
+    crawl.params.append(
+        click.Option(
+            ["--crawl-id"],
+            expose_value=False,
+            callback=_store_crawl_id,
+            help="Name of a crawl shared by many processes (a Redis frontier).",
+        )
+    )
 
 
 @hookimpl

@@ -58,6 +58,8 @@ from archiver.model import LinkKind
 from archiver.politeness import DEFAULT_DELAY
 from archiver.urls import site_of
 
+from .settings import NAME, RedisSettings
+
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
@@ -393,29 +395,31 @@ def worker_name() -> str:
 
 
 class RedisFrontier(Frontier):
-    """A `Frontier` in Redis shared by every worker of crawl `config.crawl_id`.
+    """A `Frontier` in Redis shared by every worker of crawl `[plugins.redis] crawl_id`.
 
     It has nothing to resume (`recovered`): the leases of a stopped worker expire and go
     back to the queue by themselves.
     """
 
     def __init__(self, config: Config) -> None:
-        if not config.crawl_id:
+        settings = config.plugin_settings(NAME, RedisSettings)
+        if not settings.crawl_id:
             raise ConfigError(
-                "crawl_id: a Redis frontier needs --crawl-id NAME (the name every worker of the crawl shares)"
+                f"[plugins.{NAME}] crawl_id: a Redis frontier needs --crawl-id NAME"
+                " (the name every worker of the crawl shares)"
             )
         self.url = config.frontier
-        self.crawl_id = config.crawl_id
-        self.prefix = prefix_for(config.crawl_id)
+        self.crawl_id = settings.crawl_id
+        self.prefix = prefix_for(settings.crawl_id)
         self.worker = worker_name()
-        self.lease_seconds = config.lease_seconds
-        self.retry_window = max(2 * config.lease_seconds, 5.0)
+        self.lease_seconds = settings.lease_seconds
+        self.retry_window = max(2 * settings.lease_seconds, 5.0)
         self.round_trips = RoundTrips()
         self.lost_leases = 0
         self._meta = {
             "concurrency": str(config.per_host_concurrency),
             "delay": repr(global_delay(config)),
-            "lease": repr(config.lease_seconds),
+            "lease": repr(settings.lease_seconds),
             "max_pages": str(config.max_pages),
         }
         self._config_text = dump_toml(config.to_toml_dict())

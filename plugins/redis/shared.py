@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from archiver.archive import CONFIG_NAME
 from archiver.config import Config, flatten_tables, load_config
 from archiver.crawllog import REPORT_NAME
 from archiver.errors import UsageError
@@ -30,6 +31,7 @@ from .frontier import (
     prefix_for,
     redacted,
 )
+from .settings import NAME, saved_settings
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +79,16 @@ def shared_config(url: str, crawl_id: str, overrides: dict[str, Any]) -> Config:
         )
     tables = tomllib.loads(found["config"])
     values = flatten_tables(tables, source=f"crawl {crawl_id!r} in Redis")
-    return load_config(None, {**values, **overrides, "frontier": url, "crawl_id": crawl_id})
+    plugins = {name: dict(table) for name, table in values.pop("plugins", {}).items()}
+    plugins.setdefault(NAME, {})["crawl_id"] = crawl_id
+    return load_config(None, {**values, **overrides, "frontier": url, "plugins": plugins})
 
 
 def shared_status(config: dict[str, Any], status: ArchiveStatus) -> None:
     """Fill `status` of a worker's archive with the whole shared crawl's progress and words."""
-    crawl = config.get("crawl", {})
-    url, crawl_id = str(crawl.get("frontier", "")), str(crawl.get("crawl_id", ""))
+    url = str(config.get("crawl", {}).get("frontier", ""))
+    settings = saved_settings(config, str(Path(status.archive) / CONFIG_NAME))
+    crawl_id = settings.crawl_id
     status.frontier = "redis"
     status.shared = {"frontier": redacted(url), "crawl_id": crawl_id}
     if status.state != RUNNING:
@@ -97,7 +102,7 @@ def shared_status(config: dict[str, Any], status: ArchiveStatus) -> None:
     counts = found["counts"]
     status.counts = counts
     now = time.time()
-    lease = float(crawl.get("lease_seconds", 30.0))
+    lease = settings.lease_seconds
     status.shared["workers"] = sorted(
         f"{w.get('host', '?')} PID {w.get('pid', '?')}: {w.get('pages', 0)} pages"
         for w in found["workers"].values()
@@ -140,8 +145,8 @@ def _shared_crawl_of(sources: Sequence[Path]) -> tuple[str, str] | None:
     for source in sources:
         tables = saved_shared_crawl(source)
         if tables is not None:
-            crawl = tables.get("crawl", {})
-            return str(crawl.get("frontier", "")), str(crawl.get("crawl_id", ""))
+            url = str(tables.get("crawl", {}).get("frontier", ""))
+            return url, saved_settings(tables, str(source / CONFIG_NAME)).crawl_id
     return None
 
 
