@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..warc.members import DEFAULT_LIMITS, GZIP_MAGIC, GzipMember, GzipProblem, ReadLimits, gzip_members
+from ..warc.members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, ReadLimits, gzip_members
 from ..warc.reader import Capture
 
 __all__ = ["Tail", "check_tail"]
@@ -46,20 +46,20 @@ def check_tail(path: Path, captures: Iterable[Capture], limits: ReadLimits = DEF
             return Tail(path, size, size, None)  # an uncompressed WARC: not checked here
         handle.seek(start)
         for member in gzip_members(handle, limits.max_record_size, offset=start, chunk=_CHUNK, keep=False):
-            if member.problem is not None:
+            if isinstance(member, GzipStop):
                 return Tail(path, member.offset, size, _tail_problem(member, size, limits))
     return Tail(path, size, size, None)
 
 
-def _tail_problem(member: GzipMember, size: int, limits: ReadLimits) -> str:
-    offset = member.offset
-    match member.problem:
+def _tail_problem(stop: GzipStop, size: int, limits: ReadLimits) -> str:
+    offset = stop.offset
+    match stop.problem:
         case GzipProblem.NUL:
             return f"{size - offset} NUL bytes at offset {offset}"
         case GzipProblem.NOT_GZIP:
             return f"{size - offset} bytes that are not a WARC record at offset {offset}"
         case GzipProblem.CORRUPT:
-            return f"corrupt record at offset {offset}: {member.detail}"
+            return f"corrupt record at offset {offset}: {stop.detail}"
         case GzipProblem.TOO_BIG:
             return f"record at offset {offset} decompresses to more than {limits.max_record_size} bytes"
         case _:

@@ -14,7 +14,7 @@ import enum
 import io
 import tomllib
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,8 +26,8 @@ from archiver.config import Config
 from archiver.errors import ArchiveError
 
 __all__ = [
-    "GzipMember",
     "GzipProblem",
+    "GzipStop",
     "Member",
     "ReadLimits",
     "RecordError",
@@ -131,42 +131,37 @@ def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Itera
             offset = record.offset + record.length
         return
     for member in gzip_members(handle, limits.max_record_size):
-        yield _as_member(member, limits.max_record_size)
+        yield member if isinstance(member, Member) else _stopped(member, limits.max_record_size)
 
 
 def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMITS) -> Member:
     """The one record at `offset` (a gzip member or an uncompressed record)."""
     handle.seek(offset)
     if is_gzip(handle):
-        members = gzip_members(handle, limits.max_record_size, offset=offset)
-        try:
-            return _as_member(next(members), limits.max_record_size)
-        finally:
-            members.close()
+        member = next(gzip_members(handle, limits.max_record_size, offset=offset))
+        return member if isinstance(member, Member) else _stopped(member, limits.max_record_size)
     found = _plain_record(handle, offset, limits.max_record_size)
     return found or Member(offset, 0, b"", "no record here (end of file)", fatal=True)
 
 
-def _as_member(member: GzipMember, cap: int) -> Member:
-    match member.problem:
-        case None:
-            return Member(member.offset, member.length, member.data)
+def _stopped(stop: GzipStop, cap: int) -> Member:
+    match stop.problem:
         case GzipProblem.NUL | GzipProblem.NOT_GZIP:
-            why = f"{member.problem.value} where a record should start"
+            why = f"{stop.problem.value} where a record should start"
         case GzipProblem.CORRUPT:
-            why = f"corrupt gzip member: {member.detail}"
+            why = f"corrupt gzip member: {stop.detail}"
         case GzipProblem.TOO_BIG:
             why = (
-                f"record decompresses to more than {cap} bytes (from {member.stored} or more stored):"
+                f"record decompresses to more than {cap} bytes (from {stop.stored} or more stored):"
                 " skipped, with the rest of the file"
             )
         case GzipProblem.CUT:
             why = "record cut off (gzip member has no end)"
-    return Member(member.offset, 0, b"", why, fatal=True)
+    return Member(stop.offset, 0, b"", why, fatal=True)
 
 
 class GzipProblem(enum.Enum):
-    """Why the walk over a file's gzip members stops; the value is how a message names it."""
+    """Why a walk over gzip members stops; the value is how a message names it."""
 
     NUL = "NUL bytes"
     NOT_GZIP = "bytes that are not a gzip member"
@@ -176,33 +171,31 @@ class GzipProblem(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class GzipMember:
-    """One gzip member as found on disk, or the problem that ends the walk at `offset`.
+class GzipStop:
+    """Where and why a walk over gzip members stopped; each reader words it its own way.
 
-    `data` is the inflated member (empty when not kept); with a problem, what was
-    inflated of it before the problem (bounded by the cap, empty for NUL/NOT_GZIP).
-    `stored` counts the bytes read from `offset` on when the problem was found.
+    `data` is what was inflated of the member before the problem (within the cap, for
+    naming the record); `stored` the bytes read from `offset` on by then.
     """
 
     offset: int
-    length: int
-    data: bytes
-    problem: GzipProblem | None = None
+    problem: GzipProblem
+    data: bytes = b""
     detail: str = ""
     stored: int = 0
 
 
 def gzip_members(
     handle: BinaryIO, cap: int, *, offset: int = 0, chunk: int = _CHUNK, keep: bool = True
-) -> Generator[GzipMember, None, None]:
-    """The gzip members from `handle`'s position (file offset `offset`) to the end of the file.
+) -> Iterator[Member | GzipStop]:
+    """The gzip members from `handle`'s position (file offset `offset`) on, then a
+    `GzipStop` if something other than the end of the file ends them.
 
     The one loop every reader of gzip-per-record files uses, so that the edges of the
-    chunks it reads are handled in one place: a member may end anywhere in a chunk,
-    its successor's header may straddle two chunks.  Each member is inflated in steps
-    and given up on once it exceeds `cap` bytes.  With `keep` false the inflated bytes
-    are only counted (memory stays within `chunk`), for a reader that checks structure
-    alone.  The last item yielded is the one with a `problem`, if any.
+    chunks it reads are handled in one place: a member may end anywhere in a chunk, the
+    next one's header may straddle two chunks.  Each member is inflated in steps and given
+    up on once it exceeds `cap` bytes.  With `keep` false the inflated bytes are only
+    counted (memory stays within `chunk`), for a reader that checks structure alone.
     """
     pending = handle.read(chunk)
     while pending:
@@ -210,7 +203,7 @@ def gzip_members(
             pending += handle.read(chunk)  # the member before ended a byte short of the chunk read
         if not pending.startswith(GZIP_MAGIC):
             kind = GzipProblem.NUL if not pending.strip(b"\0") else GzipProblem.NOT_GZIP
-            yield GzipMember(offset, 0, b"", kind, stored=len(pending))
+            yield GzipStop(offset, kind, stored=len(pending))
             return
         inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
         pieces: list[bytes] = []
@@ -222,25 +215,26 @@ def gzip_members(
             try:
                 piece = inflater.decompress(data, room if keep else min(room, chunk))
             except zlib.error as exc:
-                yield GzipMember(offset, 0, b"".join(pieces), GzipProblem.CORRUPT, str(exc), fed)
+                yield GzipStop(offset, GzipProblem.CORRUPT, b"".join(pieces), str(exc), fed)
                 return
             size += len(piece)
             if keep:
                 pieces.append(piece)
             if size > cap:
-                yield GzipMember(offset, 0, b"".join(pieces), GzipProblem.TOO_BIG, stored=fed)
+                yield GzipStop(offset, GzipProblem.TOO_BIG, b"".join(pieces), stored=fed)
                 return
+            # eof first: zlib may leave the next member in unconsumed_tail as well
             if inflater.eof:
                 pending = inflater.unused_data
                 length = fed - len(pending)
-                yield GzipMember(offset, length, pieces[0] if len(pieces) == 1 else b"".join(pieces))
+                yield Member(offset, length, pieces[0] if len(pieces) == 1 else b"".join(pieces))
                 offset += length
                 break
             data = inflater.unconsumed_tail
             if not data:
                 data = handle.read(chunk)
                 if not data:
-                    yield GzipMember(offset, 0, b"".join(pieces), GzipProblem.CUT, stored=fed)
+                    yield GzipStop(offset, GzipProblem.CUT, b"".join(pieces), stored=fed)
                     return
                 fed += len(data)
         if not pending:

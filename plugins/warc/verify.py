@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .members import DEFAULT_LIMITS, GZIP_MAGIC, GzipMember, GzipProblem, ReadLimits, gzip_members
+from .members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, Member, ReadLimits, gzip_members
 
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 
@@ -147,10 +147,10 @@ def truncate_to_last_good(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS)
 
 def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
     for member in gzip_members(handle, cap, chunk=_CHUNK):
-        offset, data = member.offset, member.data
-        if member.problem is not None:
-            report.faults.append(_member_fault(member, report, cap))
+        if not isinstance(member, Member):
+            report.faults.append(_stop_fault(member, report, cap))
             return
+        offset, data = member.offset, member.data
         records = 0
         position = 0
         while position < len(data):
@@ -178,22 +178,22 @@ def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
         report.good_end = offset + member.length
 
 
-def _member_fault(member: GzipMember, report: VerifyReport, cap: int) -> Fault:
+def _stop_fault(stop: GzipStop, report: VerifyReport, cap: int) -> Fault:
     """The fault that ends the walk; too big is not damage: nothing is cut after it."""
-    label = _label_of_partial(member.data[:_MAX_HEADER_BLOCK]) if member.data else "gzip member"
-    match member.problem:
+    label = _label_of_partial(stop.data[:_MAX_HEADER_BLOCK]) if stop.data else "gzip member"
+    match stop.problem:
         case GzipProblem.NUL | GzipProblem.NOT_GZIP:
-            rest = report.size - member.offset
-            message = f"{rest} {member.problem.value} after the last whole record"
+            rest = report.size - stop.offset
+            message = f"{rest} {stop.problem.value} after the last whole record"
         case GzipProblem.CORRUPT:
-            message = f"corrupt gzip member: {member.detail}"
+            message = f"corrupt gzip member: {stop.detail}"
         case GzipProblem.TOO_BIG:
             return Fault(
-                report.path, member.offset, label, f"{_TOO_BIG} {cap} bytes: not checked past it", False
+                report.path, stop.offset, label, f"{_TOO_BIG} {cap} bytes: not checked past it", False
             )
         case _:
             message = "gzip member cut off (no end of stream, CRC or length trailer)"
-    return Fault(report.path, member.offset, label, message)
+    return Fault(report.path, stop.offset, label, message)
 
 
 def _label_of_partial(data: bytes) -> str:
