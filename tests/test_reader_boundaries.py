@@ -1,0 +1,65 @@
+"""Readers that take a file in pieces, with the thing they look for put at a piece's edge."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+from archiver_plugins.index import reindex as reindex_module
+from archiver_plugins.index.reindex import Chunk, ReindexStats, iter_captures, warc_chunks
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+
+def response(writer: WARCWriter, url: str, body: bytes, content_type: str = "text/html") -> None:
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))], protocol="HTTP/1.1"
+    )
+    record = writer.create_warc_record(
+        url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers
+    )
+    writer.write_record(record)
+
+
+def warc_holding_a_warc(path: Path) -> None:
+    """A crawl that archived a ``.warc.gz`` download: that response's body is gzip members
+    that inflate to WARC records, and deflate stores them verbatim (they do not compress)."""
+    inner = io.BytesIO()
+    inner_writer = WARCWriter(inner, gzip=True)
+    noise = random.Random(3)
+    for n in range(12):  # pages with their images: most of the file does not compress
+        response(inner_writer, f"http://inner.test/{n}", f"<title>inner {n}</title> page".encode())
+        response(inner_writer, f"http://inner.test/{n}.jpg", noise.randbytes(30_000), "image/jpeg")
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for n in range(20):
+            response(writer, f"http://outer.test/a{n}", f"<title>a {n}</title> outer page".encode())
+        response(writer, "http://outer.test/crawl.warc.gz", inner.getvalue(), "application/warc")
+        for n in range(20):
+            response(writer, f"http://outer.test/b{n}", f"<title>b {n}</title> outer page".encode())
+
+
+@pytest.mark.parametrize("step", [3000, 20_000, 64 * 1024])
+def test_reindex_ranges_do_not_start_inside_an_archived_warc_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int
+) -> None:
+    """A worker starts at the first gzip header in its range that inflates to ``WARC/``:
+    the members of a WARC file stored as a response body are that too, and a worker that
+    started there indexed pages the crawl never fetched, then stopped at the end of the
+    inner file, losing the rest of its range."""
+    path = tmp_path / "outer.warc.gz"
+    warc_holding_a_warc(path)
+    serial = [c.url for c in iter_captures([path], ReindexStats())]
+    assert len(serial) == 40 and not any("inner.test" in url for url in serial)
+    monkeypatch.setattr(reindex_module, "CHUNK_BYTES", step)
+    monkeypatch.setattr(reindex_module, "MIN_CHUNK_BYTES", step)
+    jobs = list(warc_chunks([path], 2))
+    assert len(jobs) > 2
+    found = []
+    for job in jobs:
+        chunk = Chunk(job)
+        found += [capture.url for _key, capture in chunk.captures()]
+        assert chunk.report().skipped_files == 0
+    assert found == serial
