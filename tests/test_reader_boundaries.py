@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from archiver_plugins.index import reindex as reindex_module
 from archiver_plugins.index.reindex import Chunk, ReindexStats, iter_captures, warc_chunks
+from archiver_plugins.warc.members import DEFAULT_LIMITS
+from archiver_plugins.warc.stored import StoredCaptures
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -63,3 +65,49 @@ def test_reindex_ranges_do_not_start_inside_an_archived_warc_file(
         found += [capture.url for _key, capture in chunk.captures()]
         assert chunk.report().skipped_files == 0
     assert found == serial
+
+
+@pytest.mark.parametrize("gzip", [True, False])
+@pytest.mark.parametrize("padding", [100, 16 * 1024 - 700, 40_000, 200_000])
+def test_an_update_finds_the_validators_of_a_response_with_large_headers(
+    tmp_path: Path, gzip: bool, padding: int
+) -> None:
+    """The update reads the start of each latest capture for its ETag and Last-Modified: a
+    header block longer than the first read (16 KiB) still has them."""
+    folder = tmp_path / "warc"
+    folder.mkdir()
+    noise = random.Random(padding)
+    big = "".join(noise.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(padding))
+    path = folder / ("a.warc.gz" if gzip else "a.warc")
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=gzip)
+        for n in range(3):
+            headers = StatusAndHeaders(
+                "200 OK",
+                [
+                    ("Content-Type", "text/html"),
+                    ("Content-Security-Policy", big),
+                    ("ETag", f'"tag-{n}"'),
+                    ("Last-Modified", "Mon, 23 Nov 2026 13:00:00 GMT"),
+                ],
+                protocol="HTTP/1.1",
+            )
+            body = f"<title>{n}</title>".encode()
+            record = writer.create_warc_record(
+                f"http://example.test/{n}",
+                "response",
+                payload=io.BytesIO(body),
+                length=len(body),
+                http_headers=headers,
+            )
+            writer.write_record(record)
+    table = StoredCaptures(folder, tmp_path / "stored.sqlite", DEFAULT_LIMITS)
+    try:
+        assert table.build() == 3
+        for n in range(3):
+            latest = table.get(f"http://example.test/{n}")
+            assert latest is not None and latest.etag == f'"tag-{n}"', latest
+            assert latest.last_modified == "Mon, 23 Nov 2026 13:00:00 GMT"
+            assert latest.ref_uri == f"http://example.test/{n}"
+    finally:
+        table.close()
