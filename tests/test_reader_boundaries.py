@@ -14,6 +14,9 @@ from archiver_plugins.warc.stored import StoredCaptures
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from archiver.robots import ROBOTS_MAX_SIZE, origin_of, saved_robots
+from archiver.testing import CrawlFn, Site
+
 
 def response(writer: WARCWriter, url: str, body: bytes, content_type: str = "text/html") -> None:
     headers = StatusAndHeaders(
@@ -111,3 +114,41 @@ def test_an_update_finds_the_validators_of_a_response_with_large_headers(
             assert latest.ref_uri == f"http://example.test/{n}"
     finally:
         table.close()
+
+
+@pytest.mark.parametrize("after", ["\n", "\r\n", "-area\n"])
+async def test_a_robots_rule_cut_by_the_size_cap_is_not_read_as_a_shorter_one(
+    site: Site, crawl_archive: CrawlFn, after: str
+) -> None:
+    """Only the first 500 KiB of a robots.txt are read: a rule the cap cuts (``Allow:
+    /private/a`` of ``Allow: /private/a-area``) is dropped, a whole one ending there kept."""
+    head = "User-agent: *\nDisallow: /private/\n"
+    rule = "Allow: /private/a"
+    filler = "# filler line\n"
+    room = ROBOTS_MAX_SIZE - len(head) - len(rule)
+    body = head + filler * (room // len(filler)) + "#" * (room % len(filler) - 1) + "\n" + rule
+    assert len(body.encode()) == ROBOTS_MAX_SIZE
+    site.page("/", links=["/private/a", "/private/b"])
+    site.page("/private/a", "<html>secret</html>")
+    site.page("/private/b", "<html>secret</html>")
+    site.page("/robots.txt", body + after + "Disallow: /\n", content_type="text/plain")
+    crawl = await crawl_archive(site.url("/"), robots=True, max_tries=1)
+    assert site.hits["/private/b"] == 0
+    assert site.hits["/private/a"] == (0 if after.startswith("-") else 1)
+    rules = saved_robots(crawl.archive, "archiver")[origin_of(site.url("/"))]
+    assert rules.verdict(site.url("/private/a"), "archiver", 2).allowed == (not after.startswith("-"))
+
+
+async def test_a_robots_rule_cut_by_the_body_cap_is_not_read_as_a_shorter_one(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    """With a body cap below 500 KiB, the robots.txt is cut there: the same holds."""
+    head = "User-agent: *\nDisallow: /private/\n# " + "x" * 900 + "\n"
+    site.page("/", links=["/private/a"])
+    site.page("/private/a", "<html>secret</html>")
+    site.page("/robots.txt", head + "Allow: /private/a-area\n", content_type="text/plain")
+    max_body = len(head) + len("Allow: /private/a")
+    crawl = await crawl_archive(site.url("/"), robots=True, max_tries=1, max_body_size=max_body)
+    assert site.hits["/private/a"] == 0
+    rules = saved_robots(crawl.archive, "archiver")[origin_of(site.url("/"))]
+    assert not rules.verdict(site.url("/private/a"), "archiver", 2).allowed
