@@ -315,11 +315,14 @@ def saved_robots(archive: Path, agent: str) -> dict[str, RobotsEntry]:
     entries: dict[str, RobotsEntry] = {}
     if not path.is_file():
         return entries
-    with path.open(encoding="utf-8") as handle:
+    # a crawl killed mid-write leaves a torn line, maybe in the middle of a character
+    with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(data, dict):
                 continue
             origin = data.get("origin", "")
             if data.get("state") == RULES:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import random
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from archiver_plugins.warc.stored import StoredCaptures
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.robots import ROBOTS_MAX_SIZE, origin_of, saved_robots
+from archiver.robots import ALLOW_ALL, ROBOTS_LOG_NAME, ROBOTS_MAX_SIZE, RULES, origin_of, saved_robots
 from archiver.testing import CrawlFn, Site
+from archiver.why import find_in_log
 
 
 def response(writer: WARCWriter, url: str, body: bytes, content_type: str = "text/html") -> None:
@@ -152,3 +154,39 @@ async def test_a_robots_rule_cut_by_the_body_cap_is_not_read_as_a_shorter_one(
     assert site.hits["/private/a"] == 0
     rules = saved_robots(crawl.archive, "archiver")[origin_of(site.url("/"))]
     assert not rules.verdict(site.url("/private/a"), "archiver", 2).allowed
+
+
+def torn_jsonl(path: Path, lines: list[dict[str, object]]) -> None:
+    """`lines` as JSON lines, the first torn in the middle of a character by a kill and the
+    next crawl's line written after it, as a resumed crawl appends."""
+    torn = (json.dumps(lines[0], ensure_ascii=False) + "\n").encode()
+    cut = torn.index("é".encode()) + 1
+    rest = b"".join((json.dumps(line, ensure_ascii=False) + "\n").encode() for line in lines[1:])
+    path.write_bytes(torn[:cut] + b"\n" + b"42\n" + rest)
+
+
+def test_archiver_why_reads_a_crawl_log_with_a_torn_line(tmp_path: Path) -> None:
+    url = "http://example.test/b"
+    torn_jsonl(
+        tmp_path / "crawl-log.jsonl",
+        [
+            {"url": "http://example.test/é", "outcome": "fetched"},
+            {"url": url, "outcome": "failed", "tries": 3},
+        ],
+    )
+    found = find_in_log(tmp_path, url)
+    assert found is not None and found["tries"] == 3
+
+
+def test_saved_robots_reads_a_log_with_a_torn_line(tmp_path: Path) -> None:
+    origin = "http://example.test"
+    torn_jsonl(
+        tmp_path / ROBOTS_LOG_NAME,
+        [
+            {"origin": "http://other.test", "state": ALLOW_ALL, "note": "café"},
+            {"origin": origin, "url": origin + "/robots.txt", "status": 200, "state": RULES, "note": "",
+             "body": "User-agent: *\nDisallow: /private/\n"},
+        ],
+    )  # fmt: skip
+    entries = saved_robots(tmp_path, "archiver")
+    assert not entries[origin].verdict(origin + "/private/x", "archiver", 2).allowed
