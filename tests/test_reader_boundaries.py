@@ -12,6 +12,7 @@ from archiver_plugins.index import reindex as reindex_module
 from archiver_plugins.index.reindex import Chunk, ReindexStats, iter_captures, warc_chunks
 from archiver_plugins.warc.members import DEFAULT_LIMITS
 from archiver_plugins.warc.stored import StoredCaptures
+from archiver_plugins.web.status import LogFollower
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -190,3 +191,33 @@ def test_saved_robots_reads_a_log_with_a_torn_line(tmp_path: Path) -> None:
     )  # fmt: skip
     entries = saved_robots(tmp_path, "archiver")
     assert not entries[origin].verdict(origin + "/private/x", "archiver", 2).allowed
+
+
+def log_line(number: int, size: int) -> bytes:
+    """A crawl-log line of exactly `size` bytes, its newline included."""
+    line = json.dumps({"url": f"http://example.test/{number}", "status": 200, "bytes": number, "pad": ""})
+    line = line.replace('"pad": ""', '"pad": "' + "x" * (size - len(line) - 1) + '"')
+    assert len(line) + 1 == size
+    return line.encode() + b"\n"
+
+
+@pytest.mark.parametrize("shift", [-2, -1, 0, 1, 2])
+def test_the_status_page_counts_log_lines_across_its_reads(tmp_path: Path, shift: int) -> None:
+    """The log is read a MiB at a time: a line ending at, just before or just after a read's
+    end, one longer than a read, and the line still being written are each counted once."""
+    piece = 1024 * 1024
+    sizes = [piece + shift, 300, piece - 300 + shift, 2 * piece + 1000, 200, 100]
+    lines = [log_line(n, size) for n, size in enumerate(sizes)]
+    path = tmp_path / "crawl-log.jsonl"
+    written = b"".join(lines[:-1]) + lines[-1][:50]  # the last line is being written
+    path.write_bytes(written)
+    follower = LogFollower(path)
+    follower.update()
+    assert follower.statuses["2xx"] == len(lines) - 1
+    assert follower.total_bytes == sum(range(len(lines) - 1))
+    assert follower.offset == len(written) - 50
+    with path.open("ab") as handle:
+        handle.write(lines[-1][50:])
+    follower.update()
+    assert follower.statuses["2xx"] == len(lines) and follower.total_bytes == sum(range(len(lines)))
+    assert [r["bytes"] for r in follower.recent][:3] == [5, 4, 3]
