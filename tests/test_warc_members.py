@@ -156,10 +156,12 @@ def inflating_to(size: int) -> bytes:
 
 @pytest.mark.parametrize("inflated", [MIB - 1, MIB, MIB + 1, 3 * MIB])
 def test_members_inflating_to_many_read_steps_are_whole(tmp_path: Path, inflated: int) -> None:
-    """The tail check inflates 1 MiB at a time without keeping it: a member whose output
-    ends at (or just past) a step's end is still whole, and so is what follows.  zlib then
-    reports the end of the stream and leaves the next member in `unconsumed_tail` too: a
-    loop that looked at `unconsumed_tail` first fed it back for ever (the export hung)."""
+    """The tail check inflates 1 MiB at a time without keeping it: a member inflating to
+    more than one step, at or just past a step's end, is whole, and so is what follows.
+    When such a member ends with the next one in the same read, zlib reports the end of the
+    stream and leaves the next member in `unconsumed_tail` too: a loop that looked at
+    `unconsumed_tail` first fed it back for ever (the export hung on any compressible
+    record of more than 1 MiB that was not the last in its read)."""
     path = tmp_path / "steps.warc.gz"
     big = inflating_to(inflated)
     data = record_member(b"x", "urn:test:x") + big + record_member(b"after", "urn:test:after")
