@@ -291,7 +291,8 @@ class Crawler:
     def _make_robots(self) -> RobotsCache | None:
         if not self.config.robots:
             return None
-        config = self.config.replace(max_body_size=min(self.config.max_body_size, ROBOTS_MAX_SIZE))
+        # a byte past the cap tells whether the last line within it is whole
+        config = self.config.replace(max_body_size=min(self.config.max_body_size, ROBOTS_MAX_SIZE + 1))
 
         async def fetch_one(url: str) -> Page:
             headers = default_headers(self.config)

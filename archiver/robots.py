@@ -131,7 +131,19 @@ class RobotsEntry:
 
 
 def parse_robots(body: bytes) -> Protego:
-    return Protego.parse(body[:ROBOTS_MAX_SIZE].decode("utf-8", errors="replace"))
+    return Protego.parse(robots_body(body).decode("utf-8", errors="replace"))
+
+
+def robots_body(body: bytes, cut: bool = False) -> bytes:
+    """What of a robots.txt body is parsed: the first `ROBOTS_MAX_SIZE` bytes, without a
+    last line that the cap (or the end of a body cut short, `cut`) falls in the middle of:
+    ``Allow: /p`` of ``Allow: /public`` would allow what the file disallows."""
+    if len(body) > ROBOTS_MAX_SIZE:
+        cut = body[ROBOTS_MAX_SIZE : ROBOTS_MAX_SIZE + 1] not in (b"\r", b"\n")
+        body = body[:ROBOTS_MAX_SIZE]
+    if cut:
+        body = body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
+    return body
 
 
 def entry_from_body(origin: str, status: int, body: bytes, agent: str) -> RobotsEntry:
@@ -227,7 +239,8 @@ class RobotsCache:
             if page.decode_error:
                 note = f"HTTP {status}, unreadable ({page.decode_error}): no rules"
                 return self._settle(ALLOW_ALL, origin, url, page, note)
-            entry = entry_from_body(origin, status, page.content, self.agent)
+            body = robots_body(page.content, cut=page.truncated == "length")
+            entry = entry_from_body(origin, status, body, self.agent)
             if page.truncated == "length":
                 entry.note += f", only the first {ROBOTS_MAX_SIZE} bytes used"
             self._apply_delay(entry)
@@ -290,7 +303,8 @@ class RobotsCache:
             "fetched_at": datetime.now(UTC).isoformat(),
         }
         if entry.state == RULES and page is not None:
-            data["body"] = page.content[:ROBOTS_MAX_SIZE].decode("utf-8", errors="replace")
+            body = robots_body(page.content, cut=page.truncated == "length")
+            data["body"] = body.decode("utf-8", errors="replace")
         self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
         self._file.flush()
 
@@ -301,11 +315,14 @@ def saved_robots(archive: Path, agent: str) -> dict[str, RobotsEntry]:
     entries: dict[str, RobotsEntry] = {}
     if not path.is_file():
         return entries
-    with path.open(encoding="utf-8") as handle:
+    # a crawl killed mid-write leaves a torn line, maybe in the middle of a character
+    with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(data, dict):
                 continue
             origin = data.get("origin", "")
             if data.get("state") == RULES:

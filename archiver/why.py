@@ -139,13 +139,16 @@ def find_in_log(archive: Path, url: str) -> dict[str, Any] | None:
         return None
     key = canonical_key(url)
     found: dict[str, Any] | None = None
-    with path.open(encoding="utf-8") as handle:
+    # a crawl killed mid-write leaves a torn line, maybe in the middle of a character
+    with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if url not in line and key not in line:
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(record, dict):
                 continue
             if record.get("url") == url or canonical_key(str(record.get("url", ""))) == key:
                 found = record

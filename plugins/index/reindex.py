@@ -26,7 +26,18 @@ from warcio.bufferedreaders import ChunkedDataReader
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError, UsageError, check_writable
 
-from ..warc.members import ReadLimits, RecordError, is_gzip, iter_members, parse_record, read_member
+from ..warc.members import (
+    DEFAULT_LIMITS,
+    GzipProblem,
+    GzipStop,
+    ReadLimits,
+    RecordError,
+    gzip_members,
+    is_gzip,
+    iter_members,
+    parse_record,
+    read_member,
+)
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .spool import Spool
 from .store import (
@@ -379,7 +390,7 @@ class Chunk:
         found = self.found
         try:
             with path.open("rb") as handle:
-                first = first_record(handle, start, end) if start else 0
+                first = first_record(handle, start, end, limits.max_record_size) if start else 0
                 if first is None:
                     return
                 handle.seek(first)
@@ -445,12 +456,22 @@ def _limits(folder: Path) -> ReadLimits:
 
 
 _PROBE = 4096
+_STORED_RUN = 65535 + 5
+"""The most bytes a deflate stream holds verbatim (one stored block and its header)."""
 
 
-def first_record(handle: BinaryIO, start: int, end: int) -> int | None:
+def first_record(
+    handle: BinaryIO, start: int, end: int, cap: int = DEFAULT_LIMITS.max_record_size
+) -> int | None:
     """The offset of the first gzip member in [start, end) that holds a WARC record: a
     gzip header whose first bytes inflate to ``WARC/`` (compressed data that happens to
-    look like a gzip header does not inflate to a record)."""
+    look like a gzip header does not inflate to a record), followed by whole members.
+
+    A WARC file archived as a response body (a ``.warc.gz`` download) does not compress:
+    deflate stores its members verbatim, so they are gzip headers inflating to ``WARC/``
+    too.  But a stored block holds at most 64 KiB: members that are those of the file
+    itself run on past that, or to its end.
+    """
     position = start
     while position < end:
         handle.seek(position)
@@ -459,7 +480,7 @@ def first_record(handle: BinaryIO, start: int, end: int) -> int | None:
             return None
         at = window.find(b"\x1f\x8b\x08")
         while at != -1 and position + at < end:
-            if _record_at(handle, position + at):
+            if _record_at(handle, position + at) and _members_run_on(handle, position + at, cap):
                 return position + at
             at = window.find(b"\x1f\x8b\x08", at + 1)
         position += 64 * 1024
@@ -473,6 +494,18 @@ def _record_at(handle: BinaryIO, offset: int) -> bool:
     except zlib.error:
         return False
     return head.startswith(b"WARC/")
+
+
+def _members_run_on(handle: BinaryIO, offset: int, cap: int) -> bool:
+    """Whether whole gzip members from `offset` reach past a stored block's size or the end
+    of the file.  A cut, NUL bytes or a too big record end them as they end the file's own."""
+    handle.seek(offset)
+    for member in gzip_members(handle, cap, offset=offset, keep=False):
+        if isinstance(member, GzipStop):
+            return member.problem not in (GzipProblem.NOT_GZIP, GzipProblem.CORRUPT)
+        if member.offset + member.length - offset > _STORED_RUN:
+            return True
+    return True
 
 
 def whoosh_dir_of(ix: Any) -> Path:

@@ -8,18 +8,16 @@ keeps a re-export fast; `archiver verify`-style full checks are the WARC plugin'
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..warc.members import DEFAULT_LIMITS, ReadLimits
+from ..warc.members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, ReadLimits, gzip_members
 from ..warc.reader import Capture
 
 __all__ = ["Tail", "check_tail"]
 
 _CHUNK = 1024 * 1024
-_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,45 +42,25 @@ def check_tail(path: Path, captures: Iterable[Capture], limits: ReadLimits = DEF
         return Tail(path, size, size, f"the index points {start - size} bytes past the end of the file")
     with path.open("rb") as handle:
         head = handle.read(2)
-        if head and head != _MAGIC:
+        if head and head != GZIP_MAGIC:
             return Tail(path, size, size, None)  # an uncompressed WARC: not checked here
         handle.seek(start)
-        offset = start
-        pending = handle.read(_CHUNK)
-        while pending:
-            if len(pending) < len(_MAGIC):
-                pending += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
-            if not pending.startswith(_MAGIC):
-                rest = size - offset
-                what = "NUL bytes" if not pending.strip(b"\0") else "bytes that are not a WARC record"
-                return Tail(path, offset, size, f"{rest} {what} at offset {offset}")
-            decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
-            consumed = 0
-            inflated = 0
-            data = pending
-            while True:
-                try:
-                    inflated += len(decompressor.decompress(data, _CHUNK))
-                except zlib.error as exc:
-                    return Tail(path, offset, size, f"corrupt record at offset {offset}: {exc}")
-                if inflated > limits.max_record_size:
-                    why = (
-                        f"record at offset {offset} decompresses to more than {limits.max_record_size} bytes"
-                    )
-                    return Tail(path, offset, size, why)
-                if decompressor.unconsumed_tail:
-                    consumed += len(data) - len(decompressor.unconsumed_tail)
-                    data = decompressor.unconsumed_tail
-                    continue
-                if decompressor.eof:
-                    length = consumed + len(data) - len(decompressor.unused_data)
-                    offset += length
-                    pending = decompressor.unused_data or handle.read(_CHUNK)
-                    break
-                consumed += len(data)
-                data = handle.read(_CHUNK)
-                if not data:
-                    return Tail(
-                        path, offset, size, f"record at offset {offset} is cut off ({size - offset} bytes)"
-                    )
+        for member in gzip_members(handle, limits.max_record_size, offset=start, chunk=_CHUNK, keep=False):
+            if isinstance(member, GzipStop):
+                return Tail(path, member.offset, size, _tail_problem(member, size, limits))
     return Tail(path, size, size, None)
+
+
+def _tail_problem(stop: GzipStop, size: int, limits: ReadLimits) -> str:
+    offset = stop.offset
+    match stop.problem:
+        case GzipProblem.NUL:
+            return f"{size - offset} NUL bytes at offset {offset}"
+        case GzipProblem.NOT_GZIP:
+            return f"{size - offset} bytes that are not a WARC record at offset {offset}"
+        case GzipProblem.CORRUPT:
+            return f"corrupt record at offset {offset}: {stop.detail}"
+        case GzipProblem.TOO_BIG:
+            return f"record at offset {offset} decompresses to more than {limits.max_record_size} bytes"
+        case _:
+            return f"record at offset {offset} is cut off ({size - offset} bytes)"

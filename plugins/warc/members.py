@@ -10,6 +10,7 @@ at the next record whenever the file says where that is.
 
 from __future__ import annotations
 
+import enum
 import io
 import tomllib
 import zlib
@@ -24,7 +25,17 @@ from warcio.exceptions import ArchiveLoadFailed
 from archiver.config import Config
 from archiver.errors import ArchiveError
 
-__all__ = ["Member", "ReadLimits", "RecordError", "iter_members", "parse_record", "read_member"]
+__all__ = [
+    "GzipProblem",
+    "GzipStop",
+    "Member",
+    "ReadLimits",
+    "RecordError",
+    "gzip_members",
+    "iter_members",
+    "parse_record",
+    "read_member",
+]
 
 _CHUNK = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -119,58 +130,115 @@ def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Itera
                 return
             offset = record.offset + record.length
         return
-    offset = 0
-    pending = handle.read(_CHUNK)
-    while pending:
-        member, pending = _gzip_member(handle, offset, pending, limits.max_record_size)
-        yield member
-        if member.fatal:
-            return
-        offset += member.length
-        if not pending:
-            pending = handle.read(_CHUNK)
+    for member in gzip_members(handle, limits.max_record_size):
+        yield member if isinstance(member, Member) else _stopped(member, limits.max_record_size)
 
 
 def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMITS) -> Member:
     """The one record at `offset` (a gzip member or an uncompressed record)."""
     handle.seek(offset)
     if is_gzip(handle):
-        member, _rest = _gzip_member(handle, offset, handle.read(_CHUNK), limits.max_record_size)
-        return member
+        member = next(gzip_members(handle, limits.max_record_size, offset=offset))
+        return member if isinstance(member, Member) else _stopped(member, limits.max_record_size)
     found = _plain_record(handle, offset, limits.max_record_size)
     return found or Member(offset, 0, b"", "no record here (end of file)", fatal=True)
 
 
-def _gzip_member(handle: BinaryIO, offset: int, data: bytes, cap: int) -> tuple[Member, bytes]:
-    """The member starting with `data` (read on from `handle` as needed), and the bytes after it."""
-    if len(data) < len(GZIP_MAGIC):
-        data += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
-    if not data.startswith(GZIP_MAGIC):
-        what = "NUL bytes" if not data.strip(b"\0") else "bytes that are not a gzip member"
-        return Member(offset, 0, b"", f"{what} where a record should start", fatal=True), b""
-    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    out = bytearray()
-    fed = len(data)
-    while True:
-        try:
-            out += inflater.decompress(data, cap + 1 - len(out))
-        except zlib.error as exc:
-            return Member(offset, 0, b"", f"corrupt gzip member: {exc}", fatal=True), b""
-        if len(out) > cap:
+def _stopped(stop: GzipStop, cap: int) -> Member:
+    match stop.problem:
+        case GzipProblem.NUL | GzipProblem.NOT_GZIP:
+            why = f"{stop.problem.value} where a record should start"
+        case GzipProblem.CORRUPT:
+            why = f"corrupt gzip member: {stop.detail}"
+        case GzipProblem.TOO_BIG:
             why = (
-                f"record decompresses to more than {cap} bytes (from {fed} or more stored):"
+                f"record decompresses to more than {cap} bytes (from {stop.stored} or more stored):"
                 " skipped, with the rest of the file"
             )
-            return Member(offset, 0, b"", why, fatal=True), b""
-        if inflater.eof:
-            rest = inflater.unused_data
-            return Member(offset, fed - len(rest), bytes(out)), rest
-        data = inflater.unconsumed_tail
-        if not data:
-            data = handle.read(_CHUNK)
-            fed += len(data)
+        case GzipProblem.CUT:
+            why = "record cut off (gzip member has no end)"
+    return Member(stop.offset, 0, b"", why, fatal=True)
+
+
+class GzipProblem(enum.Enum):
+    """Why a walk over gzip members stops; the value is how a message names it."""
+
+    NUL = "NUL bytes"
+    NOT_GZIP = "bytes that are not a gzip member"
+    CORRUPT = "corrupt gzip member"
+    TOO_BIG = "record too big"
+    CUT = "gzip member cut off"
+
+
+@dataclass(frozen=True, slots=True)
+class GzipStop:
+    """Where and why a walk over gzip members stopped; each reader words it its own way.
+
+    `data` is what was inflated of the member before the problem (within the cap, for
+    naming the record); `stored` the bytes read from `offset` on by then.
+    """
+
+    offset: int
+    problem: GzipProblem
+    data: bytes = b""
+    detail: str = ""
+    stored: int = 0
+
+
+def gzip_members(
+    handle: BinaryIO, cap: int, *, offset: int = 0, chunk: int = _CHUNK, keep: bool = True
+) -> Iterator[Member | GzipStop]:
+    """The gzip members from `handle`'s position (file offset `offset`) on, then a
+    `GzipStop` if something other than the end of the file ends them.
+
+    The one loop every reader of gzip-per-record files uses, so that the edges of the
+    chunks it reads are handled in one place: a member may end anywhere in a chunk, the
+    next one's header may straddle two chunks.  Each member is inflated in steps and given
+    up on once it exceeds `cap` bytes.  With `keep` false the inflated bytes are only
+    counted (memory stays within `chunk`), for a reader that checks structure alone.
+    """
+    pending = handle.read(chunk)
+    while pending:
+        if len(pending) < len(GZIP_MAGIC):
+            pending += handle.read(chunk)  # the member before ended a byte short of the chunk read
+        if not pending.startswith(GZIP_MAGIC):
+            kind = GzipProblem.NUL if not pending.strip(b"\0") else GzipProblem.NOT_GZIP
+            yield GzipStop(offset, kind, stored=len(pending))
+            return
+        inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        pieces: list[bytes] = []
+        size = 0
+        fed = len(pending)
+        data = pending
+        while True:
+            room = cap + 1 - size
+            try:
+                piece = inflater.decompress(data, room if keep else min(room, chunk))
+            except zlib.error as exc:
+                yield GzipStop(offset, GzipProblem.CORRUPT, b"".join(pieces), str(exc), fed)
+                return
+            size += len(piece)
+            if keep:
+                pieces.append(piece)
+            if size > cap:
+                yield GzipStop(offset, GzipProblem.TOO_BIG, b"".join(pieces), stored=fed)
+                return
+            # eof first: zlib may leave the next member in unconsumed_tail as well
+            if inflater.eof:
+                pending = inflater.unused_data
+                length = fed - len(pending)
+                yield Member(offset, length, pieces[0] if len(pieces) == 1 else b"".join(pieces))
+                offset += length
+                break
+            data = inflater.unconsumed_tail
             if not data:
-                return Member(offset, 0, b"", "record cut off (gzip member has no end)", fatal=True), b""
+                data = handle.read(chunk)
+                if not data:
+                    yield GzipStop(offset, GzipProblem.CUT, b"".join(pieces), stored=fed)
+                    return
+                fed += len(data)
+        if not pending:
+            pending = handle.read(chunk)
 
 
 def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:

@@ -41,7 +41,9 @@ _BATCH = 1000
 _RECENT = 256
 """Look-ups kept in memory: a URL is asked about while its fetch is in flight, a few hundred at most."""
 _HEAD_READ = 16 * 1024
-"""Bytes of a gzip member read to find its headers: WARC and HTTP headers are a few KB."""
+"""Bytes of a record read at a time to find its headers: WARC and HTTP headers are a few KB."""
+_HEAD_MAX = 1024 * 1024
+"""The most of a record inflated to find its header blocks."""
 
 _SCHEMA = """
 CREATE TABLE latest (
@@ -253,17 +255,13 @@ def _headers(
     its body, which is most of the cost of reading a record whole.
     """
     try:
-        handle.seek(offset)
-        data = handle.read(_HEAD_READ)
-        if path.name.endswith(".gz"):
-            data = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data, 4 * _HEAD_READ)
+        found = _header_blocks(handle, offset, path.name.endswith(".gz"))
     except (OSError, zlib.error) as exc:
         log.debug("%s: offset %d unreadable: %s", path, offset, exc)
         return None
-    warc_end = data.find(b"\r\n\r\n")
-    http_end = data.find(b"\r\n\r\n", warc_end + 4)
-    if warc_end < 0 or http_end < 0:
+    if found is None:
         return None
+    data, warc_end, http_end = found
     rec = _fields(data[:warc_end], "utf-8")  # WARC/1.1 headers are UTF-8, HTTP ones bytes
     http = _fields(data[warc_end + 4 : http_end], "latin-1")
     if rec.get("warc-type") == "revisit":
@@ -275,6 +273,37 @@ def _headers(
     else:
         refers = (rec.get("warc-target-uri"), rec.get("warc-date"), rec.get("warc-record-id"))
     return (http.get("etag"), http.get("last-modified"), *refers)
+
+
+def _header_blocks(handle: Any, offset: int, gzipped: bool) -> tuple[bytes, int, int] | None:
+    """The start of the record at `offset`, read (and inflated) `_HEAD_READ` bytes at a time
+    until its WARC and HTTP header blocks have both ended; with where each ends.
+
+    Headers are most often within the first read, but a response with large headers (a long
+    Content-Security-Policy, many cookies) needs more: up to `_HEAD_MAX` inflated bytes.
+    """
+    handle.seek(offset)
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16) if gzipped else None
+    data = b""
+    warc_end = -1
+    while len(data) <= _HEAD_MAX:
+        piece = handle.read(_HEAD_READ)
+        if inflater is not None:
+            piece = inflater.decompress(inflater.unconsumed_tail + piece, _HEAD_MAX + 1 - len(data))
+        if not piece:
+            return None  # the end of the file or of the member
+        searched = max(len(data) - 3, 0)  # CRLF CRLF may straddle two reads
+        data += piece
+        if warc_end < 0:
+            warc_end = data.find(b"\r\n\r\n", searched)
+            searched = warc_end + 4
+        if warc_end >= 0:
+            http_end = data.find(b"\r\n\r\n", max(searched, warc_end + 4))
+            if http_end >= 0:
+                return data, warc_end, http_end
+        if inflater is not None and inflater.eof:
+            return None
+    return None
 
 
 def _fields(block: bytes, encoding: str) -> dict[str, str]:

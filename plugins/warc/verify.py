@@ -25,13 +25,11 @@ import base64
 import hashlib
 import io
 import os
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .members import DEFAULT_LIMITS, GZIP_MAGIC, ReadLimits
+from .members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, Member, ReadLimits, gzip_members
 
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 
@@ -148,13 +146,11 @@ def truncate_to_last_good(path: Path | str, limits: ReadLimits = DEFAULT_LIMITS)
 
 
 def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
-    for offset, length, data, problem in _gzip_members(handle, cap):
-        if problem is not None:
-            label = _label_of_partial(data) if data else "gzip member"
-            # Too big is not damage: nothing is cut after it, and it is not read further.
-            fatal = not problem.startswith(_TOO_BIG)
-            report.faults.append(Fault(report.path, offset, label, problem, fatal=fatal))
+    for member in gzip_members(handle, cap, chunk=_CHUNK):
+        if not isinstance(member, Member):
+            report.faults.append(_stop_fault(member, report, cap))
             return
+        offset, data = member.offset, member.data
         records = 0
         position = 0
         while position < len(data):
@@ -179,56 +175,25 @@ def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
                     fatal=False,
                 )
             )
-        report.good_end = offset + length
+        report.good_end = offset + member.length
 
 
-def _gzip_members(handle: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes, str | None]]:
-    """(offset, compressed length, decompressed data, problem) for each gzip member."""
-    offset = 0
-    pending = handle.read(_CHUNK)
-    while pending:
-        if len(pending) < len(GZIP_MAGIC):
-            pending += handle.read(_CHUNK)  # the member before ended a byte short of the chunk read
-        if not pending.startswith(GZIP_MAGIC):
-            rest = len(pending) + len(handle.read())
-            what = "NUL bytes" if not pending.strip(b"\0") else "bytes that are not a gzip member"
-            yield offset, 0, b"", f"{rest} {what} after the last whole record"
-            return
-        decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        out: list[bytes] = []
-        size = 0
-        consumed = 0
-        data = pending
-        while True:
-            try:
-                out.append(decompressor.decompress(data, cap + 1 - size))
-            except zlib.error as exc:
-                yield offset, 0, b"".join(out), f"corrupt gzip member: {exc}"
-                return
-            size += len(out[-1])
-            if size > cap:
-                yield offset, 0, out[0][:4096], f"{_TOO_BIG} {cap} bytes: not checked past it"
-                return
-            if decompressor.unconsumed_tail:
-                consumed += len(data) - len(decompressor.unconsumed_tail)
-                data = decompressor.unconsumed_tail
-                continue
-            if decompressor.eof:
-                length = consumed + len(data) - len(decompressor.unused_data)
-                pending = decompressor.unused_data or handle.read(_CHUNK)
-                yield offset, length, b"".join(out), None
-                offset += length
-                break
-            consumed += len(data)
-            data = handle.read(_CHUNK)
-            if not data:
-                yield (
-                    offset,
-                    0,
-                    b"".join(out),
-                    "gzip member cut off (no end of stream, CRC or length trailer)",
-                )
-                return
+def _stop_fault(stop: GzipStop, report: VerifyReport, cap: int) -> Fault:
+    """The fault that ends the walk; too big is not damage: nothing is cut after it."""
+    label = _label_of_partial(stop.data[:_MAX_HEADER_BLOCK]) if stop.data else "gzip member"
+    match stop.problem:
+        case GzipProblem.NUL | GzipProblem.NOT_GZIP:
+            rest = report.size - stop.offset
+            message = f"{rest} {stop.problem.value} after the last whole record"
+        case GzipProblem.CORRUPT:
+            message = f"corrupt gzip member: {stop.detail}"
+        case GzipProblem.TOO_BIG:
+            return Fault(
+                report.path, stop.offset, label, f"{_TOO_BIG} {cap} bytes: not checked past it", False
+            )
+        case _:
+            message = "gzip member cut off (no end of stream, CRC or length trailer)"
+    return Fault(report.path, stop.offset, label, message)
 
 
 def _label_of_partial(data: bytes) -> str:

@@ -21,6 +21,9 @@ LOG_NAME = "crawl-log.jsonl"
 REPORT_NAME = "report.json"
 STATE_NAME = "state.sqlite"
 RECENT = 15
+_PIECE = 1024 * 1024
+"""The log is read this much at a time: a first look at a long log holds no more."""
+_MAX_LINE = 16 * _PIECE
 
 
 @dataclass
@@ -49,11 +52,17 @@ class LogFollower:
                 self._reset(stat.st_ino)
             with self.path.open("rb") as handle:
                 handle.seek(self.offset)
-                data = handle.read()
-            end = data.rfind(b"\n") + 1
-            self.offset += end
-            for line in data[:end].splitlines():
-                self._count(line)
+                carry = b""
+                while piece := handle.read(_PIECE):
+                    data = carry + piece
+                    end = data.rfind(b"\n") + 1
+                    for line in data[:end].splitlines():
+                        self._count(line)
+                    self.offset += end
+                    carry = data[end:]
+                    if len(carry) > _MAX_LINE:  # no log line is that long: passed over
+                        self.offset += len(carry)
+                        carry = b""
 
     def _reset(self, inode: int) -> None:
         self.offset, self.inode, self.total_bytes = 0, inode, 0
