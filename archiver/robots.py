@@ -135,14 +135,17 @@ def parse_robots(body: bytes) -> Protego:
 
 
 def robots_body(body: bytes, cut: bool = False) -> bytes:
-    """What of a robots.txt body is parsed: the first `ROBOTS_MAX_SIZE` bytes, without a
-    last line that the cap (or the end of a body cut short, `cut`) falls in the middle of:
-    ``Allow: /p`` of ``Allow: /public`` would allow what the file disallows."""
+    """What of a robots.txt body is parsed: the first `ROBOTS_MAX_SIZE` bytes, and of a last
+    line that the cap (or the end of a body cut short, `cut`) falls in the middle of, only
+    a Disallow: ``Allow: /p`` of ``Allow: /public`` would allow what the file disallows,
+    while ``Disallow: /p`` of ``Disallow: /public`` refuses more than it, never less."""
     if len(body) > ROBOTS_MAX_SIZE:
         cut = body[ROBOTS_MAX_SIZE : ROBOTS_MAX_SIZE + 1] not in (b"\r", b"\n")
         body = body[:ROBOTS_MAX_SIZE]
     if cut:
-        body = body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
+        whole = max(body.rfind(b"\n"), body.rfind(b"\r")) + 1
+        if not body[whole:].lstrip().lower().startswith(b"disallow"):
+            body = body[:whole]
     return body
 
 

@@ -145,6 +145,29 @@ async def test_a_robots_rule_cut_by_the_size_cap_is_not_read_as_a_shorter_one(
     assert rules.verdict(site.url("/private/a"), "archiver", 2).allowed == (not after.startswith("-"))
 
 
+async def test_a_disallow_cut_by_the_size_cap_still_refuses_what_it_began_to_name(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    """A Disallow the cap cuts is kept as the shorter rule: it refuses more than the whole
+    rule did, never less (``Disallow: /private/b`` of ``Disallow: /private/b-area``)."""
+    head = "User-agent: *\n"
+    rule = "Disallow: /private/b"
+    filler = "# filler line\n"
+    lines, rest = divmod(ROBOTS_MAX_SIZE - len(head) - len(rule), len(filler))
+    if rest == 0:
+        lines, rest = lines - 1, len(filler)
+    body = head + filler * lines + "#" * (rest - 1) + "\n" + rule
+    assert len(body.encode()) == ROBOTS_MAX_SIZE
+    site.page("/", links=["/private/b-area/x", "/private/a"])
+    site.page("/private/b-area/x", "<html>secret</html>")
+    site.page("/private/a", "<html>open</html>")
+    site.page("/robots.txt", body + "-area\n", content_type="text/plain")
+    crawl = await crawl_archive(site.url("/"), robots=True, max_tries=1)
+    assert site.hits["/private/b-area/x"] == 0 and site.hits["/private/a"] == 1
+    rules = saved_robots(crawl.archive, "archiver")[origin_of(site.url("/"))]
+    assert not rules.verdict(site.url("/private/b-area/x"), "archiver", 2).allowed
+
+
 async def test_a_robots_rule_cut_by_the_body_cap_is_not_read_as_a_shorter_one(
     site: Site, crawl_archive: CrawlFn
 ) -> None:
