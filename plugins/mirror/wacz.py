@@ -3,7 +3,7 @@
 Layout (https://specs.webrecorder.net/wacz/1.1.1/):
 
     archive/*.warc.gz          the WARC files, stored (not deflated) so readers can seek
-    indexes/index.cdx.gz       every response/revisit but an update's 304s, sorted CDXJ in gzip blocks
+    indexes/index.cdx.gz       every response/revisit but an update's 304s, sorted CDXJ in gzip blocks, stored
     indexes/index.idx          the first key and byte range of each block
     pages/pages.jsonl          one line per HTML page: url, ts, title, text (rendered, if it was)
     datapackage.json           each file's path, size and sha256
