@@ -28,6 +28,22 @@ from .terminal import echo, printable
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="archiver")
+# Read by `plugins_before_start` before click parses anything; declared here so that any command
+# (a plugin's own included) can follow them: `archiver --plugin MODULE COMMAND`.
+@click.option(
+    "--plugin",
+    multiple=True,
+    metavar="MODULE",
+    expose_value=False,
+    help="Also load this plugin module, from the installed packages or the current folder (repeatable).",
+)
+@click.option(
+    "--disable-plugin",
+    multiple=True,
+    metavar="NAME",
+    expose_value=False,
+    help="Do not load this plugin (repeatable).",
+)
 def cli() -> None:
     """Archive whole websites to WARC, browse them offline and search them.
 

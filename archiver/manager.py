@@ -13,6 +13,7 @@ import inspect
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -77,7 +78,7 @@ def make_plugin_manager(
         if pm.is_blocked(module_name) or pm.has_plugin(module_name):
             continue
         try:
-            module = importlib.import_module(module_name)
+            module = _import_plugin(module_name)
         except ImportError as exc:
             raise ConfigError(f"cannot load plugin {module_name!r}: {exc}") from exc
         if not pm.is_registered(module):
@@ -95,6 +96,25 @@ def make_plugin_manager(
                 raise ConfigError(f"invalid plugin: {exc}") from exc
             pm.unregister(exc.plugin)
             _skip_broken(broken, values[broken], exc)
+
+
+def _import_plugin(module_name: str) -> ModuleType:
+    """`--plugin MODULE` also finds a module of the current directory: `python -m` would, but
+    the `archiver` script of an installed archiver has only its own folder on `sys.path`, so a
+    plugin written beside the archive could not load.  The directory goes last on the path, so
+    an installed module of the same name still wins."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_name.partition(".")[0] or here in sys.path or "" in sys.path:
+            raise
+        sys.path.append(here)
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            sys.path.remove(here)
+            raise exc from None
 
 
 FAILED_PLUGINS: dict[str, tuple[str, str]] = {}

@@ -98,6 +98,16 @@ def archive_status(archive: Path) -> ArchiveStatus:
     return ArchiveStatus(archive, state, Counts(), "memory", holder, stale)
 
 
+def imported_status(archive: Path) -> ArchiveStatus | None:
+    """The status of a folder that `reindex --warc -o ARCHIVE` filled with other tools' WARC
+    files: search, serve and export read it, so `status` says what it is rather than calling it
+    no archive (`crawl` still refuses it: `archive_status` does)."""
+    if (archive / CONFIG_NAME).is_file() or not any((archive / name).is_dir() for name in ("warc", "index")):
+        return None
+    headline = f"{archive}: no crawl; WARC files indexed by `archiver reindex --warc`"
+    return ArchiveStatus(archive, NEW, frontier="none", headline=headline)
+
+
 def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:
     """The frontier's totals as `status` and the web UI's status page both show them."""
     rows = [("done", counts.done), ("queued", counts.queued), ("failed", counts.failed)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,3 +31,54 @@ def test_package_data_patterns_match_files() -> None:
     for package, patterns in setuptools["package-data"].items():
         for pattern in patterns:
             assert list(folders[package].glob(pattern)), f"{package}: {pattern} matches nothing"
+
+
+def _module_file(module: str, setuptools: dict[str, Any]) -> Path | None:
+    """The file the wheel holds for `module` (a package's __init__.py, or a module of a listed
+    package), or None when the distribution would not carry it."""
+    folders = {name: ROOT / folder for name, folder in setuptools["package-dir"].items()}
+    top, *rest = module.split(".")
+    if top not in folders:
+        return None
+    path = folders[top].joinpath(*rest)
+    if module in setuptools["packages"] and (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    parent = module.rpartition(".")[0]
+    if parent in setuptools["packages"] and path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return None
+
+
+def test_every_entry_point_names_a_module_the_distribution_carries() -> None:
+    """The `archiver` script, the bundled plugins and the pytest fixtures are found through entry
+    points; one naming a module outside the listed packages imports in a checkout only."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools = project["tool"]["setuptools"]
+    targets = dict(project["project"]["scripts"])
+    for group, points in project["project"]["entry-points"].items():
+        targets.update({f"{group}:{name}": value for name, value in points.items()})
+    assert "archiver" in targets and "archiver:links" in targets
+    for name, value in targets.items():
+        module = value.partition(":")[0]
+        assert _module_file(module, setuptools) is not None, f"{name} = {value}: not in the distribution"
+
+
+def test_every_file_besides_python_is_package_data() -> None:
+    """A stylesheet, template or script added to a package folder works in a checkout; the wheel
+    has it only when a package-data pattern names it."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    folders = {name: ROOT / folder for name, folder in setuptools["package-dir"].items()}
+    missing = []
+    for package, folder in folders.items():
+        patterns = setuptools["package-data"].get(package, [])
+        for path in folder.rglob("*"):
+            if path.is_dir() or "__pycache__" in path.parts or path.suffix in (".py", ".pyc"):
+                continue
+            relative = path.relative_to(folder)
+            # setuptools' patterns are globs from the package folder: `*` stays within one folder
+            if not any(
+                len(relative.parts) == len(Path(pattern).parts) and relative.match(pattern)
+                for pattern in patterns
+            ):
+                missing.append(str(path.relative_to(ROOT)))
+    assert missing == [], "files the wheel would not carry"

@@ -42,5 +42,5 @@ def plugin_options(func: F) -> F:
         "plugins",
         multiple=True,
         metavar="MODULE",
-        help="Also load this plugin module (repeatable).",
+        help="Also load this plugin module, from the installed packages or the current folder (repeatable).",
     )(func)

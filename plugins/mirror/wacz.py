@@ -3,7 +3,7 @@
 Layout (https://specs.webrecorder.net/wacz/1.1.1/):
 
     archive/*.warc.gz          the WARC files, stored (not deflated) so readers can seek
-    indexes/index.cdx.gz       every response/revisit, sorted CDXJ in gzip blocks, stored
+    indexes/index.cdx.gz       every response/revisit but an update's 304s, sorted CDXJ in gzip blocks, stored
     indexes/index.idx          the first key and byte range of each block
     pages/pages.jsonl          one line per HTML page: url, ts, title, text (rendered, if it was)
     datapackage.json           each file's path, size and sha256
@@ -117,6 +117,14 @@ class _Package:
         )
 
 
+def _not_modified(capture: Capture) -> bool:
+    """A server-not-modified revisit (an update's 304) stays in the WARC files but not in the
+    index: ReplayWeb.page, like pywb, replays a revisit whose HTTP status is a 3xx as that
+    status with no body, so the page's newest capture would show as an empty 304 instead of
+    the stored page it confirmed.  Without the line, a lookup finds that stored page."""
+    return capture.is_revisit and capture.status == 304
+
+
 def compressed_index(lines: list[str]) -> tuple[bytes, str]:
     """(index.cdx.gz, index.idx) for sorted CDXJ `lines`, as cdxj-indexer writes them."""
     blocks = bytearray()
@@ -228,7 +236,7 @@ def export_wacz(archive: FsPath, output: FsPath, options: ExportOptions) -> Expo
             lines.extend(
                 dataclasses.replace(c, filename=name).to_cdxj() + "\n"
                 for c in captures
-                if c.offset + c.length <= tail.good_end
+                if c.offset + c.length <= tail.good_end and not _not_modified(c)
             )
         lines.sort()
         blocks, idx = compressed_index(lines)

@@ -92,16 +92,19 @@ class Catalog:
         for url, found in by_url.items():
             latest = max(found, key=lambda c: c.timestamp)
             urls.setdefault(site_of(url), []).append(UrlEntry(url, latest, len(found)))
+        oldest: dict[str, str] = {}
+        for url, found in by_url.items():
+            host, earliest = site_of(url), min(c.timestamp for c in found)
+            oldest[host] = min(oldest.get(host, earliest), earliest)
         sites = {}
         for host, entries in urls.items():
             entries.sort(key=lambda e: e.url)
-            stamps = [e.latest.timestamp for e in entries]
             sites[host] = SiteSummary(
                 host=host,
                 urls=len(entries),
                 captures=sum(e.count for e in entries),
-                first=min(stamps),
-                last=max(stamps),
+                first=oldest[host],
+                last=max(e.latest.timestamp for e in entries),
             )
         return cls(sites=sites, urls=urls, captures=total)
 

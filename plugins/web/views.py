@@ -110,13 +110,15 @@ async def browse_page(request: web.Request) -> web.Response:
     if site:
         return _site_page(request, site, catalogs)
     merged: dict[str, dict[str, Any]] = {}
+    urls: dict[str, set[str]] = {}  # a URL archived in several archives is one URL of its site
     for name, catalog in catalogs:
         for host, summary in catalog.sites.items():
             row = merged.setdefault(
                 host,
                 {"host": host, "urls": 0, "captures": 0, "first": summary.first, "last": "", "archives": []},
             )
-            row["urls"] += summary.urls
+            urls.setdefault(host, set()).update(entry.url for entry in catalog.urls.get(host, []))
+            row["urls"] = len(urls[host])
             row["captures"] += summary.captures
             row["first"] = min(row["first"], summary.first)
             row["last"] = max(row["last"], summary.last)
