@@ -29,7 +29,7 @@ from .model import Counts, Crawl, Headers, Link, LinkKind, Page
 from .stash import Stash, StashKey
 
 if TYPE_CHECKING:
-    from .commands import json_option
+    from .commands import add_crawl_option, json_option
     from .config import Config, load_config
     from .frontier import Frontier, Item, Recovered
     from .runner import run_crawl
@@ -58,6 +58,7 @@ __all__ = [
     "Stash",
     "StashKey",
     "UsageError",
+    "add_crawl_option",
     "hookimpl",
     "json_option",
     "lazy_attributes",
@@ -69,6 +70,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "add_crawl_option": ".commands",
     "json_option": ".commands",
     "Config": ".config",
     "load_config": ".config",

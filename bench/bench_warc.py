@@ -25,13 +25,11 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from archiver_plugins.warc.records import RecordMaker
 
@@ -40,6 +38,7 @@ from archiver.manager import make_plugin_manager
 from archiver.model import Link, Page
 from archiver.runner import run_crawl
 from bench import server, sitegen
+from bench.measure import medians as median_of
 
 
 async def crawl_once(url: str, out: Path, plugins: list[str], level: int) -> tuple[int, float]:
@@ -201,7 +200,7 @@ def writer_ab(pages: int, rounds: int, level: int, against: str | None) -> None:
               f"load average {min(loads):.2f}-{max(loads):.2f}; medians, us per page:")  # fmt: skip
         print("| code | crawl side user+sys | writer process user+sys | wall | WARC bytes/page | writer MB |")
         print("|---|---:|---:|---:|---:|---:|")
-        medians = {name: _medians(runs) for name, runs in results.items()}
+        medians = {name: median_of(runs) for name, runs in results.items()}
         for name, m in medians.items():
             print(
                 f"| {name} | {m['crawl_user_us']:.0f}+{m['crawl_sys_us']:.0f} "
@@ -216,10 +215,6 @@ def writer_ab(pages: int, rounds: int, level: int, against: str | None) -> None:
                 print(f"{side} side CPU: {after / before:.2f}x of {against}'s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _medians(runs: list[dict[str, float]]) -> dict[str, Any]:
-    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,15 +19,14 @@ import os
 import random
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from bench import sitegen
+from bench.measure import medians as median_of
 
 _READERS = ("iter_members", "verify_file", "check_tail")
 
@@ -126,7 +125,7 @@ def compare(pages: int, rounds: int, against: str | None) -> None:
               f"load average {min(loads):.2f}-{max(loads):.2f}; medians:")  # fmt: skip
         print("| reader | code | user+sys s | wall s | MB/s of CPU | peak RSS MB |")
         print("|---|---|---:|---:|---:|---:|")
-        medians = {key: _medians(runs) for key, runs in results.items()}
+        medians = {key: median_of(runs) for key, runs in results.items()}
         for (reader, name), m in medians.items():
             cpu = m["user_s"] + m["sys_s"]
             print(
@@ -140,10 +139,6 @@ def compare(pages: int, rounds: int, against: str | None) -> None:
                 print(f"{reader} CPU: {ratio:.2f}x of {against}'s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _medians(runs: list[dict[str, float]]) -> dict[str, Any]:
-    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import threading
 import time
@@ -175,3 +176,8 @@ def peaks_by_name(peaks: dict[int, int], names: dict[int, str]) -> dict[str, int
             continue  # GNU time, the measuring wrapper
         found[name] = max(found.get(name, 0), size)
     return dict(sorted(found.items(), key=lambda item: -item[1]))
+
+
+def medians(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The median of each figure over `runs` (dicts with the same keys), for A/B tables."""
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}

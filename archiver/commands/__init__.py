@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from ..hookspecs import PLUGIN_SETTINGS
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -44,3 +46,21 @@ def plugin_options(func: F) -> F:
         metavar="MODULE",
         help="Also load this plugin module, from the installed packages or the current folder (repeatable).",
     )(func)
+
+
+def add_crawl_option(cli: click.Group, plugin: str, key: str, *decls: str, **attrs: Any) -> None:
+    """Give `archiver crawl` an option (`decls`, click's `attrs`) for the setting
+    ``[plugins.PLUGIN] KEY``: a value given on the command line is read as that setting over
+    the file's; an option left out (or a flag left off) leaves the file's value.
+
+    For a plugin's `register_commands`; added once, however often the hook runs.
+    """
+    crawl = cli.commands.get("crawl")
+    if crawl is None or any(set(decls) & set(param.opts) for param in crawl.params):
+        return
+
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None and value is not False:
+            ctx.meta.setdefault(PLUGIN_SETTINGS, {}).setdefault(plugin, {})[key] = value
+
+    crawl.params.append(click.Option(list(decls), expose_value=False, callback=store, **attrs))

@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import pluggy
 
-from archiver.api import PLUGIN_SETTINGS
+from archiver.api import add_crawl_option
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
@@ -66,35 +66,22 @@ def configure(config: Config, pm: pluggy.PluginManager) -> None:
     pm.register(BrowserCapture(settings, executable, pm), name=CAPTURE_NAME)
 
 
-def _setting(key: str) -> Any:
-    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is not None and value is not False:
-            ctx.meta.setdefault(PLUGIN_SETTINGS, {}).setdefault("browser", {})[key] = value
-
-    return store
-
-
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    crawl = cli.commands.get("crawl")
-    if crawl is None or any(param.name == "browser" for param in crawl.params):
-        return
-    crawl.params.append(
-        click.Option(
-            ["--browser"],
-            is_flag=True,
-            default=None,
-            expose_value=False,
-            callback=_setting("all"),
-            help="Load every HTML page in headless Chromium and archive what its scripts fetch.",
-        )
+    add_crawl_option(
+        cli,
+        "browser",
+        "all",
+        "--browser",
+        is_flag=True,
+        default=None,
+        help="Load every HTML page in headless Chromium and archive what its scripts fetch.",
     )
-    crawl.params.append(
-        click.Option(
-            ["--browser-tabs"],
-            type=click.IntRange(1, 64),
-            expose_value=False,
-            callback=_setting("tabs"),
-            help="Pages loaded in Chromium at once (default 2).",
-        )
+    add_crawl_option(
+        cli,
+        "browser",
+        "tabs",
+        "--browser-tabs",
+        type=click.IntRange(1, 64),
+        help="Pages loaded in Chromium at once (default 2).",
     )

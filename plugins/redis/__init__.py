@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.api import PLUGIN_SETTINGS
+from archiver.api import add_crawl_option
 from archiver.errors import ConfigError
 from archiver.hookspecs import hookimpl
 
@@ -71,26 +71,17 @@ def make_frontier(config: Config, archive: Path) -> Frontier | None:
     return RedisFrontier(config)
 
 
-def _store_crawl_id(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        ctx.meta.setdefault(PLUGIN_SETTINGS, {}).setdefault("redis", {})["crawl_id"] = value
-
-
 @hookimpl
 def register_commands(cli: click.Group) -> None:
     from .worker import worker_command
 
     cli.add_command(worker_command)
-    crawl = cli.commands.get("crawl")
-    if crawl is None or any(param.name == "crawl_id" for param in crawl.params):
-        return
-    crawl.params.append(
-        click.Option(
-            ["--crawl-id"],
-            expose_value=False,
-            callback=_store_crawl_id,
-            help="Name of a crawl shared by many processes (a Redis frontier).",
-        )
+    add_crawl_option(
+        cli,
+        "redis",
+        "crawl_id",
+        "--crawl-id",
+        help="Name of a crawl shared by many processes (a Redis frontier).",
     )
 
 
