@@ -55,7 +55,9 @@ def register_commands(cli: click.Group) -> None:
 
     Called once when the CLI starts, before any configuration is read.  `cli` is the
     top-level ``click.Group``; decorate functions with ``@cli.command()`` to add
-    commands (``search``, ``serve`` and ``export`` arrive this way).
+    commands (``search``, ``serve`` and ``export`` arrive this way), and give
+    ``archiver crawl`` an option for one of the plugin's settings with
+    ``archiver.api.add_crawl_option`` (``--browser`` arrives this way).
     """
 
 
