@@ -25,8 +25,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +36,7 @@ from archiver.manager import make_plugin_manager
 from archiver.model import Link, Page
 from archiver.runner import run_crawl
 from bench import server, sitegen
+from bench.measure import child_figures
 from bench.measure import medians as median_of
 
 
@@ -183,19 +182,9 @@ def writer_ab(pages: int, rounds: int, level: int, against: str | None) -> None:
         for _ in range(rounds):
             for name, path in variants:
                 root = str(Path(__file__).resolve().parent.parent)
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join([p for p in (path, root) if p])}
                 loads.append(os.getloadavg()[0])
-                command = [sys.executable, "-m", "bench.bench_warc", "--writer-child", str(pages)]
-                done = subprocess.run(
-                    [*command, "--level", str(level)],
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    cwd=root,
-                    timeout=600,
-                    check=True,
-                )
-                results[name].append(json.loads(done.stdout.splitlines()[-1]))
+                args = ["--writer-child", str(pages), "--level", str(level)]
+                results[name].append(child_figures("bench.bench_warc", args, path, root))
         print(f"{pages} bench pages handed to the WARC writer, {rounds} rounds, gzip level {level}, "
               f"load average {min(loads):.2f}-{max(loads):.2f}; medians, us per page:")  # fmt: skip
         print("| code | crawl side user+sys | writer process user+sys | wall | WARC bytes/page | writer MB |")

@@ -19,13 +19,13 @@ import os
 import random
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench import sitegen
+from bench.measure import child_figures
 from bench.measure import medians as median_of
 
 _READERS = ("iter_members", "verify_file", "check_tail")
@@ -108,18 +108,10 @@ def compare(pages: int, rounds: int, against: str | None) -> None:
         for _ in range(rounds):
             for reader in _READERS:
                 for name, path in variants:
-                    env = {**os.environ, "PYTHONPATH": os.pathsep.join([p for p in (path, root) if p])}
                     loads.append(os.getloadavg()[0])
-                    done = subprocess.run(
-                        [sys.executable, "-m", "bench.bench_warc_read", "--child", str(warc), reader],
-                        capture_output=True,
-                        text=True,
-                        env=env,
-                        cwd=root,
-                        timeout=600,
-                        check=True,
-                    )
-                    results.setdefault((reader, name), []).append(json.loads(done.stdout.splitlines()[-1]))
+                    args = ["--child", str(warc), reader]
+                    figures = child_figures("bench.bench_warc_read", args, path, root)
+                    results.setdefault((reader, name), []).append(figures)
         size = warc.stat().st_size
         print(f"{size / 1e6:.0f} MB WARC file, {2 * pages} records, {rounds} rounds, "
               f"load average {min(loads):.2f}-{max(loads):.2f}; medians:")  # fmt: skip

@@ -14,10 +14,12 @@ GNU time (`/usr/bin/time -f %M`, small), whose figure for its own child is the t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -181,3 +183,21 @@ def peaks_by_name(peaks: dict[int, int], names: dict[int, str]) -> dict[str, int
 def medians(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """The median of each figure over `runs` (dicts with the same keys), for A/B tables."""
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def child_figures(module: str, args: Sequence[str], code: str, root: str) -> dict[str, float]:
+    """Run ``python -m MODULE ARGS`` with the code of another revision (`code`, a checkout's
+    folder; '' for this tree) ahead of `root` on the path; its last line of output is its
+    figures as JSON.  One fresh process per run, so A/B runs share nothing."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([p for p in (code, root) if p])}
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=600,
+        check=True,
+    )
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return figures

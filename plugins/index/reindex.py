@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from warcio.bufferedreaders import ChunkedDataReader
 
@@ -30,6 +30,7 @@ from ..warc.members import (
     DEFAULT_LIMITS,
     GzipProblem,
     GzipStop,
+    Member,
     ReadLimits,
     RecordError,
     gzip_members,
@@ -128,18 +129,10 @@ def iter_captures(paths: Sequence[Path], stats: ReindexStats) -> Iterator[Captur
         limits = ReadLimits.for_archive(path.parent)
         try:
             with path.open("rb") as handle:
-                for member in iter_members(handle, limits):
-                    if member.problem:
-                        log.warning("reindex: %s: offset %d: %s", path, member.offset, member.problem)
-                        if member.fatal:
-                            stats.skipped_files += 1
-                        else:
-                            stats.skipped_records += 1
-                        continue
-                    stats.records += 1
+                for offset, member in readable_members(handle, path, limits, stats):
                     try:
                         record = parse_record(member, path)
-                        capture = _capture(record, member.offset, path, originals, limits)
+                        capture = _capture(record, offset, path, originals, limits)
                     except RecordError as exc:
                         log.warning("reindex: %s", exc)
                         stats.skipped_records += 1
@@ -149,6 +142,38 @@ def iter_captures(paths: Sequence[Path], stats: ReindexStats) -> Iterator[Captur
         except OSError as exc:
             stats.skipped_files += 1
             log.warning("reindex: stopped reading %s: %s", path, exc.strerror or exc)
+
+
+class _RecordCounts(Protocol):
+    records: int
+    skipped_records: int
+    skipped_files: int
+
+
+def readable_members(
+    handle: BinaryIO,
+    path: Path,
+    limits: ReadLimits,
+    counts: _RecordCounts,
+    start: int = 0,
+    end: int = 2**62,
+) -> Iterator[tuple[int, Member]]:
+    """(offset, member) of each record of `handle` read from `start` and beginning before
+    `end`; a record that cannot be read is reported (file, offset, why) and counted skipped,
+    and one that ends the file (`fatal`) counts the file skipped."""
+    for member in iter_members(handle, limits):
+        offset = start + member.offset
+        if offset >= end:
+            return
+        if member.problem:
+            log.warning("reindex: %s: offset %d: %s", path, offset, member.problem)
+            if member.fatal:
+                counts.skipped_files += 1
+            else:
+                counts.skipped_records += 1
+            continue
+        counts.records += 1
+        yield offset, member
 
 
 def _capture(
@@ -394,18 +419,7 @@ class Chunk:
                 if first is None:
                     return
                 handle.seek(first)
-                for member in iter_members(handle, limits):
-                    offset = first + member.offset
-                    if offset >= end:
-                        return
-                    if member.problem:
-                        log.warning("reindex: %s: offset %d: %s", path, offset, member.problem)
-                        if member.fatal:
-                            found.skipped_files += 1
-                        else:
-                            found.skipped_records += 1
-                        continue
-                    found.records += 1
+                for offset, member in readable_members(handle, path, limits, found, first, end):
                     try:
                         record = parse_record(member, path)
                         if record.rec_type == "revisit" and record.http_headers is not None:
