@@ -68,7 +68,8 @@ class Frontier(Protocol):
         """`item` is finished: its outcome is recorded and it is no longer in flight."""
 
     async def counts(self) -> Counts:
-        """Current totals, for progress and status."""
+        """Current totals, for progress and status; also before `open` and after `close`
+        (the last totals known), since the progress display outlives the crawl on both ends."""
 
     async def mark_done(self, keys: Iterable[str]) -> int:
         """Mark queued URLs done without fetching them (resume found them archived); how many."""

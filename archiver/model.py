@@ -181,6 +181,9 @@ class Counts:
     fetching: int = 0
     """Of `in_flight`, the URLs a worker is fetching now; the others are taken from the queue
     (a persistent frontier leases a batch at once) and wait in memory for a worker."""
+    this_process: int | None = None
+    """For a frontier shared by several processes, the URLs this process finished; the other
+    totals are then the whole crawl's.  None for a frontier of one process."""
 
     @property
     def finished(self) -> bool:

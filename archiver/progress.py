@@ -68,7 +68,8 @@ def crawl_lines(snapshot: Snapshot) -> list[str]:
     timing = f"{_clock(snapshot.elapsed)} elapsed"
     if snapshot.left is not None:
         timing += f", about {_clock(snapshot.left)} left"
-    lines = [f"{snapshot.label:<10} {_bar(snapshot.done, snapshot.total)}  {timing}", snapshot.details]
+    lines = [f"{snapshot.label:<10} {_bar(snapshot.done, snapshot.total)}  {timing}"]
+    lines.extend(snapshot.details.split("\n"))
     if snapshot.pace:
         lines.extend(snapshot.pace.split("\n"))
     return lines
@@ -157,6 +158,13 @@ async def show_progress(
                     f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
                     f" | {speed:.0f} pages/s | {_size(stats['bytes'])}{lag}"
                 )
+                if counts.this_process is not None:
+                    # a shared crawl: the totals are every process's, then this one's share
+                    details = (
+                        f"whole crawl: {counts.done:,} done, {counts.queued:,} queued,"
+                        f" {counts.failed:,} failed | {speed:.0f} pages/s\n"
+                        f"this process: {counts.this_process:,} pages, {_size(stats['bytes'])}{lag}"
+                    )
                 remaining = counts.queued + counts.in_flight
                 snapshot = Snapshot(
                     "crawling",

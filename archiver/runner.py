@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -35,6 +36,8 @@ from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
 from .terminal import echo
+
+log = logging.getLogger(__name__)
 
 
 async def run_crawl(
@@ -79,11 +82,15 @@ async def run_crawl(
 
 
 async def _progress(crawler: Crawler) -> None:
+    """The progress display; a fault of its own ends the display, never the crawl."""
     from rich.console import Console
 
     from .progress import show_progress
 
-    await show_progress(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
+    try:
+        await show_progress(crawler.crawl, crawler.frontier, Console(stderr=True), crawler.limiter)
+    except Exception as exc:  # the crawl goes on, its report and exit code its own
+        log.warning("progress display stopped: %s", exc)
 
 
 def make_frontier(config: Config, archive: Path, hooks: Hooks | None = None) -> Frontier:

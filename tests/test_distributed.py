@@ -379,7 +379,8 @@ async def test_hook_archive_merged(tmp_path: Path) -> None:
 def test_worker_needs_a_started_crawl(redis_server: RedisServer, tmp_path: Path) -> None:
     from archiver.cli import main
 
-    code = main(["worker", "--frontier", redis_server.url, "--crawl-id", "nope", "-o", str(tmp_path / "w")])
+    args = ["worker", "--frontier", redis_server.url, "--crawl-id", "nope", "-o", str(tmp_path / "w")]
+    code = main([*args, "--wait", "0"])
     assert code == 2
 
 

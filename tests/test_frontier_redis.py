@@ -217,6 +217,9 @@ async def test_redis_lost_mid_crawl_stops_with_a_message(
 
 async def test_redis_back_within_the_window_is_a_pause(redis_server: RedisServer, frontiers: Factory) -> None:
     frontier = await frontiers()
+    client = redis_server.client()
+    client.save()  # the server comes back with the crawl, as a persistent one would
+    client.close()
     redis_server.stop()
 
     async def restart() -> None:

@@ -28,6 +28,14 @@ Redis alone decides who gets what; there is no coordinator process.
 When Redis stops answering, every call is retried with exponential backoff for
 `retry_window` seconds; then `FrontierLostError` stops the crawl the usual way
 (plugins close their WARC files), and running the worker again rejoins the crawl.
+When Redis answers but the crawl's keys are gone (a server restarted without
+persistence, a flush), every script refuses to run rather than recreate a partial crawl,
+and `FrontierVanishedError` stops every process of the crawl: an empty queue must never
+read as a finished crawl.
+
+A process joining a crawl that is already stored (a second `archiver crawl` with the same
+`--crawl-id`) must crawl by the crawl's own settings: one that differs in anything but
+its own folder, task count and plugins is refused with the first difference named.
 """
 
 from __future__ import annotations
@@ -83,6 +91,12 @@ COMMAND_TIMEOUT = 30.0
 RELEASE_TIMEOUT = 3.0
 
 CONNECTION_ERRORS = (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError)
+VANISHED = "ARCHIVER_VANISHED"
+"""The error every script returns when the crawl's keys are gone."""
+PER_PROCESS = frozenset(
+    {"crawl.output", "crawl.max_tasks", "crawl.frontier", "plugins.enable", "plugins.disable"}
+)
+"""Settings each process of a shared crawl chooses for itself; every other one is the crawl's."""
 
 
 class FrontierUnavailableError(ArchiveError):
@@ -91,6 +105,10 @@ class FrontierUnavailableError(ArchiveError):
 
 class FrontierLostError(FrontierUnavailableError):
     """Redis stopped answering during a crawl and did not come back in time."""
+
+
+class FrontierVanishedError(FrontierLostError):
+    """Redis answers, but the crawl's keys are gone: its queue and seen set are lost."""
 
 
 class CrawlFinishedError(UsageError):
@@ -144,6 +162,9 @@ def global_delay(config: Config) -> float:
 
 _PRELUDE = """
 local p = ARGV[1]
+if redis.call('EXISTS', p..'meta') == 0 then
+  return redis.error_reply('__VANISHED__ the crawl keys are gone')
+end
 local function num(v, default) return tonumber(v) or default end
 local function now_seconds()
   local t = redis.call('TIME')
@@ -265,7 +286,12 @@ local function state(now, out)
   out[2] = leases
   out[3] = tostring(wait)
 end
-""".replace("__SWEEP__", str(SWEEP_LIMIT)).replace("__HUNGRY__", repr(HUNGRY_SECONDS))
+"""
+_PRELUDE = (
+    _PRELUDE.replace("__SWEEP__", str(SWEEP_LIMIT))
+    .replace("__HUNGRY__", repr(HUNGRY_SECONDS))
+    .replace("__VANISHED__", VANISHED)
+)
 
 ADD_SCRIPT = (
     _PRELUDE
@@ -455,7 +481,7 @@ class RedisFrontier(Frontier):
             await client.aclose()
             raise FrontierUnavailableError(f"Redis frontier at {redacted(self.url)}: {exc}") from None
         try:
-            await self._refuse_finished(client)
+            await self._check_joinable(client)
         except BaseException:
             await client.aclose()
             raise
@@ -477,21 +503,33 @@ class RedisFrontier(Frontier):
         self.round_trips.other += 2
         self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
 
-    async def _refuse_finished(self, client: aioredis.Redis) -> None:
+    async def _check_joinable(self, client: aioredis.Redis) -> None:
+        """Refuse a crawl that is over, and one stored with settings other than this process's."""
         async with client.pipeline(transaction=False) as pipe:
-            pipe.exists(self.prefix + "config")
+            pipe.get(self.prefix + "config")
             pipe.hgetall(self.prefix + "counts")
             pipe.zcard(self.prefix + "leases")
             pipe.scard(self.prefix + "seen")
-            started, totals, leases, seen = await pipe.execute()
+            stored, totals, leases, seen = await pipe.execute()
         self.round_trips.other += 1
+        if stored is None:
+            return
         counts = counts_from(totals, leases, seen)
-        if started and counts.finished:
+        if counts.finished:
             raise CrawlFinishedError(
                 f"crawl {self.crawl_id!r} at {redacted(self.url)} is finished ({counts.done} done,"
                 f" {counts.failed} failed): nothing left to fetch. Start a new crawl with another"
                 f" --crawl-id, or delete this one first: redis-cli --scan --pattern"
                 f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli del"
+            )
+        difference = first_difference(stored, self._config_text)
+        if difference is not None:
+            name, theirs, ours = difference
+            raise UsageError(
+                f"crawl {self.crawl_id!r} at {redacted(self.url)} runs with {name} = {theirs}, not {ours}:"
+                f" join it with `archiver worker --frontier {redacted(self.url)} --crawl-id"
+                f" {self.crawl_id} -o ARCHIVE` (it takes the crawl's own settings), or start another"
+                " crawl with a new --crawl-id"
             )
 
     async def close(self) -> None:
@@ -518,8 +556,8 @@ class RedisFrontier(Frontier):
                     )
                 await client.hdel(self.prefix + "workers", self.worker)
                 await client.zrem(self.prefix + "hungry", self.worker)
-        except (TimeoutError, *CONNECTION_ERRORS) as exc:
-            if not giving_back:
+        except (TimeoutError, redis_errors.ResponseError, *CONNECTION_ERRORS) as exc:
+            if not giving_back or self._lost is not None:
                 return
             log.warning(
                 "could not give back %d leases to Redis (%s): they return to the queue when they expire",
@@ -608,22 +646,45 @@ class RedisFrontier(Frontier):
         self._take(reply, 4)
 
     async def counts(self) -> Counts:
+        """The whole crawl's totals, with this process's share; the last known when closed."""
+
         async def read(client: aioredis.Redis) -> list[Any]:
             async with client.pipeline(transaction=False) as pipe:
+                pipe.exists(self.prefix + "meta")
                 pipe.hgetall(self.prefix + "counts")
                 pipe.zcard(self.prefix + "leases")
                 pipe.scard(self.prefix + "seen")
                 return await pipe.execute()
 
+        if self._redis is None:
+            return self._mine(self._last_counts)
         self.round_trips.other += 1
         try:
-            totals, leases, seen = await self._retrying("counts", read)
+            exists, totals, leases, seen = await self._retrying("counts", read)
+            if not exists:
+                self._vanish()
         except FrontierLostError:
             # Totals are for progress and reports: the last ones known, never "all done".
             last = self._last_counts
-            return dataclasses.replace(last, in_flight=max(last.in_flight, len(self._held), 1))
+            return self._mine(dataclasses.replace(last, in_flight=max(last.in_flight, len(self._held), 1)))
         self._last_counts = counts_from(totals, leases, seen)
-        return self._last_counts
+        return self._mine(self._last_counts)
+
+    def _mine(self, counts: Counts) -> Counts:
+        return dataclasses.replace(counts, fetching=len(self._held), this_process=self._pages)
+
+    def _vanish(self) -> None:
+        """The crawl's keys are gone from Redis: stop every call of this process, saying what was lost."""
+        if self._lost is None:
+            last = self._last_counts
+            self._lost = (
+                f"crawl {self.crawl_id!r} vanished from the Redis frontier at {redacted(self.url)}: its keys"
+                f" are gone (a restart without persistence, or a flush), and with them {last.queued:,} queued"
+                f" URLs and the record of {last.seen:,} seen; stopped. What was fetched is in the WARC"
+                " files: `archiver merge` the workers' archives, then crawl again with a new --crawl-id"
+                " (with `appendonly yes` in redis.conf a restart keeps the crawl)"
+            )
+        raise FrontierVanishedError(self._lost)
 
     # -- internals ---------------------------------------------------------------------
 
@@ -675,6 +736,13 @@ class RedisFrontier(Frontier):
                 if self._outage_since is None and not self._closing:
                     log.warning("could not renew %d leases in Redis: %s", len(leases), _reason(exc))
                 continue
+            except redis_errors.ResponseError as exc:
+                if VANISHED not in str(exc):
+                    raise
+                # the workers find out at their next call and stop the crawl with the message
+                with contextlib.suppress(FrontierVanishedError):
+                    self._vanish()
+                return
             _honour_cancel()
             if lost:
                 log.warning("%d leases expired before renewal; other workers will fetch them", len(lost))
@@ -722,6 +790,8 @@ class RedisFrontier(Frontier):
                 backoff = min(backoff * 2, 5.0)
                 continue
             except redis_errors.ResponseError as exc:
+                if VANISHED in str(exc):
+                    self._vanish()
                 where = redacted(self.url)
                 raise ArchiveError(f"the Redis frontier at {where} refused {what}: {exc}") from None
             _honour_cancel()
@@ -733,6 +803,34 @@ class RedisFrontier(Frontier):
                 )
                 self._outage_since = None
             return result
+
+
+def first_difference(stored: str, ours: str) -> tuple[str, str, str] | None:
+    """(setting, stored value, our value) of the first crawl-wide setting that differs, as TOML."""
+    import tomllib
+
+    theirs_flat, ours_flat = _flat_settings(tomllib.loads(stored)), _flat_settings(tomllib.loads(ours))
+    for name in sorted(theirs_flat.keys() | ours_flat.keys()):
+        if name in PER_PROCESS or name.startswith(f"plugins.{NAME}."):
+            continue
+        theirs, mine = theirs_flat.get(name), ours_flat.get(name)
+        if theirs != mine:
+            return name, _shown(theirs), _shown(mine)
+    return None
+
+
+def _flat_settings(tables: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in tables.items():
+        if isinstance(value, dict):
+            flat.update(_flat_settings(value, f"{prefix}{name}."))
+        else:
+            flat[prefix + name] = value
+    return flat
+
+
+def _shown(value: Any) -> str:
+    return "(unset)" if value is None else json.dumps(value)
 
 
 def counts_from(totals: dict[str, str], leases: int, seen: int) -> Counts:

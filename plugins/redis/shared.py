@@ -10,7 +10,7 @@ import json
 import logging
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +69,33 @@ def _read(url: str, crawl_id: str, with_workers: bool = False) -> dict[str, Any]
     }
 
 
-def shared_config(url: str, crawl_id: str, overrides: dict[str, Any]) -> Config:
-    """The configuration the crawl `crawl_id` stored in Redis, with this worker's overrides."""
+WAIT_POLL = 0.25
+"""Seconds between two looks for a crawl a worker waits for."""
+
+
+def shared_config(
+    url: str,
+    crawl_id: str,
+    overrides: dict[str, Any],
+    wait: float = 0.0,
+    waiting: Callable[[], None] | None = None,
+) -> Config:
+    """The configuration the crawl `crawl_id` stored in Redis, with this worker's overrides.
+
+    Workers are often started together with the crawl, or before it: up to `wait` seconds
+    are given for it to appear (`waiting` is called once if it is not there at first).
+    """
+    deadline = time.monotonic() + wait
     found = _read(url, crawl_id)
+    if found["config"] is None and waiting is not None and wait > 0:
+        waiting()
+    while found["config"] is None and time.monotonic() < deadline:
+        time.sleep(min(WAIT_POLL, max(deadline - time.monotonic(), 0.0)))
+        found = _read(url, crawl_id)
     if found["config"] is None:
+        waited = f" after waiting {wait:g} s" if wait > 0 else ""
         raise UsageError(
-            f"no crawl {crawl_id!r} in the Redis frontier at {redacted(url)}: start it with"
+            f"no crawl {crawl_id!r} in the Redis frontier at {redacted(url)}{waited}: start it with"
             f" `archiver crawl URL -o ARCHIVE --frontier {redacted(url)} --crawl-id {crawl_id}`"
         )
     tables = tomllib.loads(found["config"])

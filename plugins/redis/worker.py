@@ -12,12 +12,24 @@ from archiver.errors import UsageError
 
 from . import is_shared, require_redis
 
+WAIT_SECONDS = 60.0
+"""How long a worker waits by default for its crawl to appear: workers started by one script
+with the crawl, or a moment before it, join instead of failing."""
+
 
 @click.command("worker")
 @click.option("--frontier", required=True, metavar="redis://HOST:PORT/DB", help="The crawl's Redis server.")
 @click.option("--crawl-id", required=True, metavar="NAME", help="The name the crawl was started with.")
 @click.option("-o", "--output", required=True, metavar="ARCHIVE", help="This worker's own archive folder.")
 @click.option("--max-tasks", type=int, help="Concurrent fetches in this process (default: the crawl's).")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=WAIT_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for the crawl to be started, when it is not yet (0: fail at once).",
+)
 @plugin_options
 @output_options
 def worker_command(
@@ -25,6 +37,7 @@ def worker_command(
     crawl_id: str,
     output: str,
     max_tasks: int | None,
+    wait: float,
     plugins: Sequence[str],
     disabled: Sequence[str],
     verbose: int,
@@ -35,8 +48,9 @@ def worker_command(
 
     The crawl is started elsewhere with `archiver crawl URL --frontier redis://... --crawl-id
     NAME`; the worker reads its configuration from Redis, takes URLs until the whole crawl
-    is done, and writes WARC files named after this host and process.  Run it again
-    after a crash to rejoin; combine the archives with `archiver merge`.
+    is done, and writes WARC files named after this host and process.  A worker started
+    before its crawl waits for it (--wait).  Run it again after a crash to rejoin; combine
+    the archives with `archiver merge`.
     """
     from archiver.runner import crawl_and_report
     from archiver.terminal import setup_logging
@@ -51,7 +65,12 @@ def worker_command(
     overrides: dict[str, Any] = {"output": output}
     if max_tasks is not None:
         overrides["max_tasks"] = max_tasks
-    config = shared_config(frontier, crawl_id, overrides)
+
+    def waiting() -> None:
+        if not (quiet or as_json):
+            click.echo(f"Waiting up to {wait:g} s for crawl {crawl_id!r} to start...", err=True)
+
+    config = shared_config(frontier, crawl_id, overrides, wait, waiting)
     config = config.replace(enable=(*config.enable, *plugins), disable=(*config.disable, *disabled))
     try:
         crawl_and_report(config, quiet=quiet, as_json=as_json, again=f"rejoin crawl {crawl_id!r}")
