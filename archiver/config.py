@@ -21,6 +21,7 @@ from typing import Any
 from . import __version__
 from .errors import ConfigError
 from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
+from .units import parse_duration, parse_size
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
 _DAY = 86_400.0
@@ -72,6 +73,12 @@ class Config:
     max_repeated_segments: int = setting(3, low=0, high=1_000)
     max_query_variants: int = setting(500, low=0, high=10**9)
     max_pages_per_host: int = setting(0, low=0, high=10**12)
+    max_bytes: int = setting(0, low=0, high=1 << 60)
+    """Bytes received after which the crawl stops, resumable (0: no limit); `500M`, `2G` in words."""
+    max_time: float = setting(0.0, low=0, high=365 * _DAY)
+    """Seconds of crawling after which it stops, resumable (0: no limit); `30m`, `12h` in words."""
+    min_free_disk: int = setting(100 * 1024 * 1024, low=0, high=1 << 60)
+    """The crawl stops, resumable, before the archive's file system has less free space than this."""
 
     # [politeness]
     robots: bool = True
@@ -162,9 +169,15 @@ def _closest(name: str, candidates: typing.Iterable[str]) -> str:
     return f" (did you mean {match!r}?)" if match else ""
 
 
+_IN_WORDS = {"max_bytes": parse_size, "min_free_disk": parse_size, "max_time": parse_duration}
+"""Options that may be written in words (`500M`, `30m`) on the command line and in TOML."""
+
+
 def _checked(name: str, value: Any) -> Any:
     """`value` of option `name`, of the field's type (ints are taken for floats) and within its bounds."""
     try:
+        if name in _IN_WORDS and isinstance(value, str):
+            value = _IN_WORDS[name](value)
         return checked(value, _FIELD_TYPES[name], constraint_of(_FIELDS[name]))
     except ValueError as exc:
         raise ConfigError(f"{name}: {exc}") from None

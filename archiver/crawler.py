@@ -13,6 +13,7 @@ import functools
 import itertools
 import logging
 import random
+import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,11 +41,15 @@ from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
+from .units import human_duration, human_size
 from .urls import Scope, canonical_key, clean_url
 
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
+LIMIT_CHECK_SECONDS = 1.0
+DISK_CHECK_BYTES = 1 << 20
+"""The free disk space is also checked after each MiB received, however fast it comes."""
 _SKIP_LOG_MEMORY = 200_000
 _KNOWN_LINKS_MEMORY = 100_000
 
@@ -88,6 +93,9 @@ class Crawler:
         takes one has nothing left to do."""
         self._claimed: set[str] = set()
         self._failed_roots: list[str] = []
+        self._earlier = history.CrawlRun(0, "crawl", datetime.now(UTC))
+        """This crawl's earlier runs: what they received and how long they ran count toward the limits."""
+        self._unchecked_bytes = 0
 
     # -- public -------------------------------------------------------------------------
 
@@ -113,6 +121,8 @@ class Crawler:
         self._added = counts.seen
         crawl.resumed = counts.seen > 0
         self._record_start()
+        started = time.monotonic()
+        limits = asyncio.create_task(self._watch_limits(started), name="archiver-limits")
         try:
             resolver = GuardedResolver(self.guard)
             async with open_session(self.config, resolver) as session:
@@ -125,6 +135,7 @@ class Crawler:
                 await self._seed()
                 await self._run_workers()
         finally:
+            limits.cancel()
             crawl.finished_at = datetime.now(UTC)
             roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
             if roots_failed:
@@ -151,7 +162,14 @@ class Crawler:
                 if self.robots is not None:
                     self.robots.close()
                 self.log.close()
-                history.record_finish(self.archive, crawl.number, crawl.finished_at, complete=crawl.complete)
+                history.record_finish(
+                    self.archive,
+                    crawl.number,
+                    crawl.finished_at,
+                    complete=crawl.complete,
+                    received=crawl.stats["bytes"],
+                    seconds=time.monotonic() - started,
+                )
                 await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
@@ -165,6 +183,52 @@ class Crawler:
         else:
             run = history.record_start(self.archive, crawl.mode, crawl.started_at)
         crawl.number, crawl.mode = run.number, run.mode
+        self._earlier = run
+
+    # -- limits -------------------------------------------------------------------------
+
+    def _reach_limit(self, reason: str) -> None:
+        """Stop as Ctrl-C does (in-flight fetches finish, the archive stays resumable), saying why."""
+        if self.crawl.limit is not None or self._stopping.is_set():
+            return
+        log.warning("stopping: %s; finishing in-flight fetches", reason)
+        self.crawl.limit = reason
+        self._stopping.set()
+
+    async def _watch_limits(self, started: float) -> None:
+        """Check the time and disk limits once a second (the byte limit is checked per page)."""
+        config = self.config
+        self._count_bytes(0)  # the earlier runs may have reached the byte limit already
+        while True:
+            if config.max_time:
+                ran = self._earlier.seconds + time.monotonic() - started
+                if ran >= config.max_time:
+                    earlier = " (with the earlier runs of this crawl)" if self._earlier.seconds else ""
+                    self._reach_limit(f"max_time {human_duration(config.max_time)} reached{earlier}")
+            self._check_disk()
+            await asyncio.sleep(LIMIT_CHECK_SECONDS)
+
+    def _check_disk(self) -> None:
+        self._unchecked_bytes = 0
+        floor = self.config.min_free_disk
+        if floor:
+            free = shutil.disk_usage(self.archive).free
+            if free < floor:
+                self._reach_limit(
+                    f"min_free_disk: {human_size(free)} free on the archive's file system,"
+                    f" under the floor of {human_size(floor)}"
+                )
+
+    def _count_bytes(self, received: int) -> None:
+        stats = self.crawl.stats
+        stats["bytes"] += received
+        self._unchecked_bytes += received
+        if self._unchecked_bytes >= DISK_CHECK_BYTES:  # a fast crawl writes much in a second
+            self._check_disk()
+        limit = self.config.max_bytes
+        if limit and self._earlier.received + stats["bytes"] >= limit:
+            earlier = " (with the earlier runs of this crawl)" if self._earlier.received else ""
+            self._reach_limit(f"max_bytes {human_size(limit)} received{earlier}")
 
     async def _reconcile(self) -> int:
         """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
@@ -334,7 +398,7 @@ class Crawler:
             page, stored = await compare_with_stored(page, item, self.hooks, self.crawl)
             stats["not_modified"] += stored is not None
         stats["pages"] += 1
-        stats["bytes"] += len(page.body)
+        self._count_bytes(len(page.body))
         stats[f"status_{page.status // 100}xx"] += 1
         if page.truncated:
             stats[f"truncated_{page.truncated}"] += 1

@@ -122,6 +122,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "finished_at": finished.isoformat(),
         "complete": not crawl.interrupted and crawl.complete,
         "interrupted": crawl.interrupted,
+        "limit_reached": crawl.limit,
         "resumed": crawl.resumed,
         "pages": stats["pages"],
         "failed": stats["failed"],

@@ -42,6 +42,10 @@ class CrawlRun:
     finished: datetime | None = None
     complete: bool = False
     resumes: int = 0
+    received: int = 0
+    """Bytes received by the runs of this crawl that ended (the limits count them all)."""
+    seconds: float = 0.0
+    """Seconds crawled by the runs of this crawl that ended."""
 
     def holds(self, when: datetime, next_start: datetime | None) -> bool:
         """Whether a capture made at `when` belongs to this crawl.
@@ -71,7 +75,14 @@ def read_history(archive: Path) -> list[CrawlRun]:
         elif number in runs and kind == "resume":
             runs[number] = replace(runs[number], resumes=runs[number].resumes + 1, finished=None)
         elif number in runs and kind == "finish":
-            runs[number] = replace(runs[number], finished=at, complete=bool(event.get("complete")))
+            run = runs[number]
+            runs[number] = replace(
+                run,
+                finished=at,
+                complete=bool(event.get("complete")),
+                received=run.received + _count(event.get("bytes")),
+                seconds=run.seconds + _count(event.get("seconds")),
+            )
     return [runs[number] for number in sorted(runs)]
 
 
@@ -132,8 +143,19 @@ def _earlier_crawl(archive: Path) -> tuple[datetime, datetime | None, bool] | No
     return datetime.fromtimestamp(min(moments), UTC), None, False
 
 
-def record_finish(archive: Path, number: int, at: datetime, *, complete: bool) -> None:
-    _append(archive, {"event": "finish", "crawl": number, "at": at.isoformat(), "complete": complete})
+def record_finish(
+    archive: Path, number: int, at: datetime, *, complete: bool, received: int = 0, seconds: float = 0.0
+) -> None:
+    """The end of a run, with what it received and how long it ran: a resumed crawl's limits
+    count every run (a run killed before this line is not counted)."""
+    event = {"event": "finish", "crawl": number, "at": at.isoformat(), "complete": complete}
+    if received or seconds:
+        event.update(bytes=received, seconds=round(seconds, 3))
+    _append(archive, event)
+
+
+def _count(value: Any) -> Any:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _append(archive: Path, event: dict[str, Any]) -> None:

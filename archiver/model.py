@@ -217,6 +217,8 @@ class Crawl:
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
     resumed: bool = False
     interrupted: bool = False
+    limit: str | None = None
+    """The limit (max_bytes, max_time, min_free_disk) that stopped the run, in words, if one did."""
     number: int = 0
     """Which crawl of the archive this is (1 for the first; a resume keeps its number)."""
     mode: Mode = "crawl"

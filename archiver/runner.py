@@ -39,6 +39,9 @@ from .terminal import echo
 
 log = logging.getLogger(__name__)
 
+LIMIT_EXIT_CODE = 3
+"""`archiver crawl` stopped at --max-bytes, --max-time or --min-free-disk: resumable, not an error."""
+
 
 async def run_crawl(
     config: Config,
@@ -132,6 +135,13 @@ def crawl_and_report(
         if not quiet and not as_json:
             click.echo(f"Interrupted: run the same command again to {again}.", err=True)
         sys.exit(128 + int(signum))
+    if crawl.limit is not None and not crawl.complete:
+        if not quiet and not as_json:
+            click.echo(
+                f"Stopped at a limit: {crawl.limit}. Raise it and run the same command again to {again}.",
+                err=True,
+            )
+        sys.exit(LIMIT_EXIT_CODE)
     return crawl
 
 

@@ -38,6 +38,8 @@ class ArchiveStatus:
     plugins: list[tuple[str, Any]] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)
     """For a worker of a crawl shared by many processes: the crawl's name, workers, errors."""
+    limit: str | None = None
+    """The limit that stopped the last run of a resumable crawl, in words."""
     headline: str | None = None
     details: list[str] = field(default_factory=list)
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
@@ -50,9 +52,19 @@ class ArchiveStatus:
             **asdict(self.counts),
             "pid": self.holder.pid if self.holder and self.state == RUNNING else None,
             "stale_lock": self.stale_lock,
+            "limit_reached": self.limit,
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
         }
+
+
+def _report_limit(archive: Path) -> str | None:
+    try:
+        report = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    limit = report.get("limit_reached") if isinstance(report, dict) else None
+    return limit if isinstance(limit, str) else None
 
 
 def _report_complete(archive: Path) -> bool | None:
@@ -86,7 +98,10 @@ def archive_status(archive: Path) -> ArchiveStatus:
             state = COMPLETE
         else:
             state = RESUMABLE
-        return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+        status = ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+        if state == RESUMABLE:
+            status.limit = _report_limit(archive)
+        return status
     if running:
         return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
@@ -134,6 +149,8 @@ def describe(status: ArchiveStatus) -> str:
         NOT_RESUMABLE: f"{name}: interrupted; its crawl kept no state (memory frontier), so it cannot resume",
     }[status.state]
     lines = [headline]
+    if status.limit:
+        lines.append(f"  stopped at a limit: {status.limit} (raise it to go on)")
     if status.frontier == "sqlite" and status.state != NEW:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.stale_lock and status.holder is not None:

@@ -40,6 +40,21 @@ log = logging.getLogger("archiver")
 @click.option("--max-tries", type=int, help="Attempts per URL on network errors (default 4).")
 @click.option("--max-depth", type=int, help="Link distance from a root (default 50).")
 @click.option("--max-pages", type=int, help="Stop queueing after this many URLs (0 = no limit).")
+@click.option(
+    "--max-bytes",
+    metavar="SIZE",
+    help="Stop (resumable) once this much is received, all runs of the crawl counted: 500M, 2G.",
+)
+@click.option(
+    "--max-time",
+    metavar="DURATION",
+    help="Stop (resumable) after crawling this long, all runs of the crawl counted: 30m, 12h.",
+)
+@click.option(
+    "--min-free-disk",
+    metavar="SIZE",
+    help="Stop (resumable) before the archive's disk has less free space (default 100M; 0 = off).",
+)
 @click.option("--include", multiple=True, metavar="REGEX", help="Only follow URLs matching (repeatable).")
 @click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow URLs matching (repeatable).")
 @click.option(
