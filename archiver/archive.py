@@ -36,11 +36,16 @@ def prepare_archive(config: Config) -> Path:
         probe.unlink()
     except OSError as exc:
         raise ArchiveError(f"cannot write to {archive}: {exc.strerror or exc}") from None
+    save_config(config, archive)
+    return archive
+
+
+def save_config(config: Config, archive: Path) -> None:
+    """Write `crawl.toml` whole, then rename it into place: a resume reads the last one saved."""
     target = archive / CONFIG_NAME
     tmp = target.with_suffix(".toml.tmp")
     tmp.write_text(dump_toml(config.to_toml_dict()), encoding="utf-8")
     os.replace(tmp, target)
-    return archive
 
 
 def saved_config(archive: Path) -> dict[str, Any]:

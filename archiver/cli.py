@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .commands.control import control_command
 from .commands.crawl import crawl_command
 from .commands.merge import merge_command
 from .commands.plugins import plugins_command
@@ -52,7 +53,7 @@ def cli() -> None:
     """
 
 
-for _command in (crawl_command, status_command, why_command, merge_command, plugins_command):
+for _command in (crawl_command, status_command, control_command, why_command, merge_command, plugins_command):
     cli.add_command(_command)
 
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import history
+from . import control, history
+from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .errors import FetchError, SeedError
+from .errors import ArchiverError, FetchError, SeedError
 from .fetcher import (
     RETRYABLE_KINDS,
     GuardedResolver,
@@ -96,6 +97,12 @@ class Crawler:
         self._earlier = history.CrawlRun(0, "crawl", datetime.now(UTC))
         """This crawl's earlier runs: what they received and how long they ran count toward the limits."""
         self._unchecked_bytes = 0
+        self._running = asyncio.Event()
+        self._running.set()
+        self._workers: list[asyncio.Task[None]] = []
+        self._group: asyncio.TaskGroup | None = None
+        self._retire = 0
+        """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -123,6 +130,7 @@ class Crawler:
         self._record_start()
         started = time.monotonic()
         limits = asyncio.create_task(self._watch_limits(started), name="archiver-limits")
+        inbox = asyncio.create_task(self._watch_control(control.Inbox(self.archive)), name="archiver-control")
         try:
             resolver = GuardedResolver(self.guard)
             async with open_session(self.config, resolver) as session:
@@ -136,6 +144,7 @@ class Crawler:
                 await self._run_workers()
         finally:
             limits.cancel()
+            inbox.cancel()
             crawl.finished_at = datetime.now(UTC)
             roots_failed = bool(self._seed_failures) and crawl.stats["pages"] == 0
             if roots_failed:
@@ -219,6 +228,95 @@ class Crawler:
                     f" under the floor of {human_size(floor)}"
                 )
 
+    # -- live control -------------------------------------------------------------------
+
+    async def _watch_control(self, inbox: control.Inbox) -> None:
+        while True:
+            for command in inbox.new_commands():
+                try:
+                    message = await self._apply(command)
+                except ArchiverError as exc:
+                    inbox.answer(command, False, str(exc))
+                    continue
+                log.warning("archiver control: %s", message)
+                event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
+                self.log.write({**event, "at": command.at, "reason": message})
+                inbox.answer(command, True, message)
+            await asyncio.sleep(control.POLL_SECONDS)
+
+    async def _apply(self, command: control.Command) -> str:
+        """Carry out one command of `archiver control`; what was done, in words."""
+        verb, args = command.verb, command.args
+        control.check(verb, args)
+        crawl, config = self.crawl, self.config
+        if verb == "pause":
+            self._running.clear()
+            crawl.paused = True
+            return f"paused: {len(self._busy)} fetches in flight finish, no new one starts"
+        if verb == "resume":
+            self._running.set()
+            crawl.paused = False
+            return "resumed"
+        if verb == "stop":
+            self._running.set()
+            self._reach_limit("stopped by `archiver control stop`")
+            return "stopping: fetches in flight finish, then the crawl stops (resumable)"
+        if verb in ("exclude", "include"):
+            return await self._add_pattern(args[0], verb == "exclude", command.at)
+        if verb == "delay":
+            seconds = float(args[0])
+            self.limiter.set_delay(seconds)
+            self._save(config.replace(delay=seconds))
+            return f"delay {seconds:g} s between two requests to a host"
+        if verb == "concurrency":
+            n = int(args[0])
+            self.limiter.set_concurrency(n)
+            self._save(config.replace(per_host_concurrency=n))
+            return f"concurrency {n} requests at once per host"
+        if verb == "tasks":
+            return self._set_tasks(int(args[0]))
+        host, action = args
+        self.limiter.hold(host, action == "pause")
+        return f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+
+    async def _add_pattern(self, pattern: str, exclude: bool, at: str) -> str:
+        """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
+        config = self.config
+        self.scope.add_pattern(pattern, exclude=exclude)
+        if exclude:
+            self._save(config.replace(exclude=(*config.exclude, pattern)))
+        else:
+            self._save(config.replace(include=(*config.include, pattern)))
+        when = f"added by archiver control at {at}"
+
+        def refusal(item: Item) -> str | None:
+            verdict = self.scope.pattern_verdict(item.url)
+            return None if verdict is None else f"{verdict} ({when})"
+
+        dropped = await self.frontier.drop(refusal)
+        for item, reason in dropped:
+            self._skip(item.url, reason, item.referrer, item.depth)
+        verb = "exclude" if exclude else "include"
+        return f"{verb} {pattern!r}: {len(dropped):,} queued URLs dropped"
+
+    def _set_tasks(self, n: int) -> str:
+        live = sum(not task.done() for task in self._workers) - self._retire
+        if n > live:
+            kept = min(self._retire, n - live)  # workers about to retire stay instead
+            self._retire -= kept
+            if self._group is not None:
+                for _ in range(n - live - kept):
+                    self._workers.append(self._group.create_task(self._work()))
+        elif n < live:
+            self._retire += live - n
+        self._save(self.config.replace(max_tasks=n))
+        return f"tasks {n} workers"
+
+    def _save(self, config: Config) -> None:
+        """Keep a change in crawl.toml, so that a resume goes on with it."""
+        self.config = self.crawl.config = config
+        save_config(config, self.archive)
+
     def _count_bytes(self, received: int) -> None:
         stats = self.crawl.stats
         stats["bytes"] += received
@@ -276,9 +374,15 @@ class Crawler:
 
     async def _run_workers(self) -> None:
         async with asyncio.TaskGroup() as group:
-            workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
-            watcher = group.create_task(self._watch_stop(workers))
-            await asyncio.gather(*workers, return_exceptions=True)
+            self._workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
+            self._group = group
+            watcher = group.create_task(self._watch_stop(self._workers))
+            while True:  # `archiver control tasks` may add workers while they run
+                waiting = list(self._workers)
+                await asyncio.gather(*waiting, return_exceptions=True)
+                if len(self._workers) == len(waiting):
+                    break
+            self._group = None
             watcher.cancel()
 
     async def _watch_stop(self, workers: list[asyncio.Task[None]]) -> None:
@@ -296,6 +400,10 @@ class Crawler:
         task = asyncio.current_task()
         assert task is not None
         while not self._stopping.is_set():
+            await self._running.wait()
+            if self._retire > 0:
+                self._retire -= 1
+                return
             item = await self.frontier.get()
             if item is None:
                 return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,6 +79,11 @@ class Frontier(Protocol):
         """Put failed URLs back in the queue, for the next run to try again; how many."""
         return 0
 
+    async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
+        """Remove from the queue the items `refusal` gives a reason for (a rule added while the
+        crawl runs); the items removed, with their reasons.  Items in flight are left alone."""
+        return []
+
 
 class MemoryFrontier(Frontier):
     """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
@@ -128,6 +133,18 @@ class MemoryFrontier(Frontier):
             else:
                 self._done += 1
             self._changed.notify_all()
+
+    async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
+        dropped: list[tuple[Item, str]] = []
+        kept: collections.deque[Item] = collections.deque()
+        for item in self._queue:
+            reason = refusal(item)
+            if reason is None:
+                kept.append(item)
+            else:
+                dropped.append((item, reason))
+        self._queue = kept
+        return dropped
 
     async def counts(self) -> Counts:
         return Counts(

@@ -25,7 +25,7 @@ import asyncio
 import collections
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import ArchiveError
@@ -197,6 +197,42 @@ class SqliteFrontier:
         self._wrote(1)
         async with self._changed:
             self._changed.notify_all()
+
+    async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
+        """The queue is read in pages of `LEASE_SIZE` rows; the rows refused are deleted (the
+        rule that refused them refuses them again if a link brings them back)."""
+        db = self._write()
+        dropped: list[tuple[Item, str]] = []
+        kept: collections.deque[tuple[int, str, Item]] = collections.deque()
+        for row_id, key, item in self._lease:
+            reason = refusal(item)
+            if reason is None:
+                kept.append((row_id, key, item))
+            else:
+                dropped.append((item, reason))
+                db.execute("DELETE FROM urls WHERE id = ?", (row_id,))
+        self._lease = kept
+        last = 0
+        while True:
+            rows = db.execute(
+                "SELECT id, key, url, depth, redirects_left, referrer, kind FROM urls"
+                " WHERE state = 0 AND id > ? ORDER BY id LIMIT ?",
+                (last, self.lease_size),
+            ).fetchall()
+            if not rows:
+                break
+            last = rows[-1][0]
+            gone = []
+            for row_id, key, url, depth, left, referrer, kind in rows:
+                item = _item(url or key, depth, left, referrer, kind)
+                reason = refusal(item)
+                if reason is not None:
+                    dropped.append((item, reason))
+                    gone.append((row_id,))
+            db.executemany("DELETE FROM urls WHERE id = ?", gone)
+        self._state[QUEUED] -= len(dropped)
+        self._wrote(len(dropped))
+        return dropped
 
     async def counts(self) -> Counts:
         s = self._state

@@ -218,6 +218,8 @@ class Crawl:
     resumed: bool = False
     interrupted: bool = False
     limit: str | None = None
+    paused: bool = False
+    """Paused by `archiver control pause`: fetches in flight finish, nothing new starts."""
     """The limit (max_bytes, max_time, min_free_disk) that stopped the run, in words, if one did."""
     number: int = 0
     """Which crawl of the archive this is (1 for the first; a resume keeps its number)."""

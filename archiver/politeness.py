@@ -9,6 +9,7 @@ lengthen it, and a `Retry-After` or an unavailable robots.txt pauses the host ou
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,8 @@ THROTTLE_MAX_DELAY = 60.0
 """The adaptive throttle never spaces requests further apart than this (Scrapy's default)."""
 
 RETRY_STATUSES = frozenset({429, 503})
+HOLD_POLL_SECONDS = 1.0
+"""A request waiting for its host looks again at least this often: a pause may be lifted."""
 
 
 class _HostState:
@@ -81,6 +84,24 @@ class HostLimiter:
         state = self._state(url)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
 
+    def set_delay(self, seconds: float) -> None:
+        """The user's gap for every host from now on (`archiver control delay`)."""
+        self.user_delay = self.delay = seconds
+        self.max_delay = max(self.max_delay, seconds)
+
+    def set_concurrency(self, concurrency: int) -> None:
+        """Requests at once per host from now on; requests in flight keep their old slots."""
+        self.concurrency = concurrency
+        for state in self._hosts.values():
+            state.slots = asyncio.Semaphore(concurrency)
+
+    def hold(self, site: str, held: bool) -> None:
+        """Pause (or resume) every request to `site` until told otherwise (`archiver control host`)."""
+        state = self._hosts.get(site)
+        if state is None:
+            state = self._hosts[site] = _HostState(self.concurrency)
+        state.pause_until = math.inf if held else 0.0
+
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
         """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
         if self.user_delay is not None:
@@ -121,7 +142,7 @@ class HostLimiter:
                     break
                 if state.next_start > now >= state.pause_until:
                     self._waited = (now, site_of(url))
-                await asyncio.sleep(start - now)
+                await asyncio.sleep(min(start - now, HOLD_POLL_SECONDS))
             state.next_start = time.monotonic() + gap
             yield
 

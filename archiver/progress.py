@@ -167,7 +167,7 @@ async def show_progress(
                     )
                 remaining = counts.queued + counts.in_flight
                 snapshot = Snapshot(
-                    "crawling",
+                    "paused" if crawl.paused else "crawling",
                     finished,
                     finished + remaining,
                     now - started,

@@ -144,6 +144,10 @@ class Scope:
         domain = registered_domain(_strip_www(site))
         return domain in self.sites
 
+    def add_pattern(self, pattern: str, *, exclude: bool) -> None:
+        """An include or exclude pattern added while the crawl runs (`archiver control`)."""
+        (self._exclude if exclude else self._include).append(re.compile(pattern))
+
     def pattern_verdict(self, url: str) -> str | None:
         """None when the patterns admit `url`, else the rule that refused it."""
         for pattern in self._exclude:
