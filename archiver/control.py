@@ -145,7 +145,7 @@ class Inbox:
         found = []
         for record, offset in read_records(self.path, self._offset):
             self._offset = offset
-            command = _command(record)
+            command = from_record(record)
             if command is not None:
                 found.append(command)
         return found
@@ -156,12 +156,16 @@ class Inbox:
 
 def history(archive: Path) -> list[Command]:
     """Every command ever sent to the crawls of `archive`, oldest first (`why` quotes them)."""
-    found = (_command(record) for record, _ in read_records(archive / CONTROL_NAME, 0))
+    found = (from_record(record) for record, _ in read_records(archive / CONTROL_NAME, 0))
     return [command for command in found if command is not None]
 
 
-def _command(record: dict[str, Any]) -> Command | None:
-    """The command a line holds; None for an answer or a line not of ours."""
+def as_record(command: Command) -> dict[str, Any]:
+    return {"id": command.id, "verb": command.verb, "args": list(command.args), "at": command.at}
+
+
+def from_record(record: dict[str, Any]) -> Command | None:
+    """The command a line (or another process of a shared crawl) holds; None if not one."""
     command_id, verb, args = record.get("id"), record.get("verb"), record.get("args")
     if isinstance(command_id, str) and isinstance(verb, str) and isinstance(args, list):
         return Command(command_id, verb, tuple(map(str, args)), str(record.get("at", "")))

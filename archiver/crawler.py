@@ -102,6 +102,8 @@ class Crawler:
         self._workers: list[asyncio.Task[None]] = []
         self._group: asyncio.TaskGroup | None = None
         self._retire = 0
+        self._patterns_added = False
+        """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
         """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
 
     # -- public -------------------------------------------------------------------------
@@ -231,6 +233,8 @@ class Crawler:
     # -- live control -------------------------------------------------------------------
 
     async def _watch_control(self, inbox: control.Inbox) -> None:
+        """Apply the commands sent to this archive, and those other processes of a shared crawl
+        received (the frontier passes them on)."""
         while True:
             for command in inbox.new_commands():
                 try:
@@ -238,14 +242,29 @@ class Crawler:
                 except ArchiverError as exc:
                     inbox.answer(command, False, str(exc))
                     continue
-                log.warning("archiver control: %s", message)
-                event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
-                self.log.write({**event, "at": command.at, "reason": message})
+                self._log_control(command, message)
+                await self.frontier.share(control.as_record(command), self.config)
                 inbox.answer(command, True, message)
+            for record in await self.frontier.shared_commands():
+                passed_on = control.from_record(record)
+                if passed_on is None:
+                    continue
+                try:
+                    self._log_control(passed_on, await self._apply(passed_on, shared=True))
+                except ArchiverError as exc:
+                    log.warning("archiver control from another process refused: %s", exc)
             await asyncio.sleep(control.POLL_SECONDS)
 
-    async def _apply(self, command: control.Command) -> str:
-        """Carry out one command of `archiver control`; what was done, in words."""
+    def _log_control(self, command: control.Command, message: str) -> None:
+        log.warning("archiver control: %s", message)
+        event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
+        self.log.write({**event, "at": command.at, "reason": message})
+
+    async def _apply(self, command: control.Command, shared: bool = False) -> str:
+        """Carry out one command of `archiver control`; what was done, in words.
+
+        A command another process of a shared crawl received (`shared`) has had its queue
+        changes made there: here it only changes this process's rules and settings."""
         verb, args = command.verb, command.args
         control.check(verb, args)
         crawl, config = self.crawl, self.config
@@ -262,7 +281,7 @@ class Crawler:
             self._reach_limit("stopped by `archiver control stop`")
             return "stopping: fetches in flight finish, then the crawl stops (resumable)"
         if verb in ("exclude", "include"):
-            return await self._add_pattern(args[0], verb == "exclude", command.at)
+            return await self._add_pattern(args[0], verb == "exclude", command.at, drop=not shared)
         if verb == "delay":
             seconds = float(args[0])
             self.limiter.set_delay(seconds)
@@ -279,10 +298,11 @@ class Crawler:
         self.limiter.hold(host, action == "pause")
         return f"host {host} {'paused' if action == 'pause' else 'resumed'}"
 
-    async def _add_pattern(self, pattern: str, exclude: bool, at: str) -> str:
+    async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
         """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
         config = self.config
         self.scope.add_pattern(pattern, exclude=exclude)
+        self._patterns_added = True
         if exclude:
             self._save(config.replace(exclude=(*config.exclude, pattern)))
         else:
@@ -293,7 +313,7 @@ class Crawler:
             verdict = self.scope.pattern_verdict(item.url)
             return None if verdict is None else f"{verdict} ({when})"
 
-        dropped = await self.frontier.drop(refusal)
+        dropped = await self.frontier.drop(refusal) if drop else []
         for item, reason in dropped:
             self._skip(item.url, reason, item.referrer, item.depth)
         verb = "exclude" if exclude else "include"
@@ -484,6 +504,12 @@ class Crawler:
 
     async def _process(self, item: Item, kept: list[Outcome] | None = None) -> bool:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
+        if self._patterns_added:
+            # queued before a pattern came (in memory, or by another process of a shared crawl)
+            refused = self.scope.pattern_verdict(item.url)
+            if refused is not None:
+                self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
+                return False
         if self.robots is not None:
             verdict = await self.robots.check(item.url)
             if verdict.unreachable and _is_root(item):

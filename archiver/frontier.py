@@ -12,9 +12,12 @@ import asyncio
 import collections
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .model import Counts, LinkKind
+
+if TYPE_CHECKING:
+    from .config import Config
 
 __all__ = ["Counts", "Frontier", "Item", "MemoryFrontier", "Recovered"]
 
@@ -82,6 +85,15 @@ class Frontier(Protocol):
     async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
         """Remove from the queue the items `refusal` gives a reason for (a rule added while the
         crawl runs); the items removed, with their reasons.  Items in flight are left alone."""
+        return []
+
+    async def share(self, command: dict[str, Any], config: Config) -> None:
+        """Pass a live-control command (`archiver control`) to the other processes of a shared
+        crawl, with the configuration it changed; a frontier of one process has nobody to tell."""
+        return None
+
+    async def shared_commands(self) -> list[dict[str, Any]]:
+        """The live-control commands other processes shared since the last call."""
         return []
 
 

@@ -27,6 +27,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArchiveError
 from .frontier import Item, Recovered
@@ -34,6 +35,9 @@ from .model import Counts, LinkKind
 from .state import STATE_NAME as STATE_NAME
 from .state import connect
 from .state import read_counts as read_counts
+
+if TYPE_CHECKING:
+    from .config import Config
 
 SCHEMA_VERSION = 1
 
@@ -233,6 +237,12 @@ class SqliteFrontier:
         self._state[QUEUED] -= len(dropped)
         self._wrote(len(dropped))
         return dropped
+
+    async def share(self, command: dict[str, Any], config: Config) -> None:
+        return None  # one process: nobody else to tell
+
+    async def shared_commands(self) -> list[dict[str, Any]]:
+        return []
 
     async def counts(self) -> Counts:
         s = self._state

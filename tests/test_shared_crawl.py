@@ -131,3 +131,55 @@ async def test_a_second_crawl_with_other_settings_is_refused(
     assert "runs with crawl.roots = " in out, out
     assert await asyncio.wait_for(first.wait(), 120) == 0
     assert {path for path, _ in captures(tmp_path / "first")} == expected
+
+
+@pytest.mark.timeout(150)
+async def test_control_through_one_worker_reaches_every_process(
+    site: Site, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    expected = build_site(site, 300, delay=0.05)
+    archives = [tmp_path / "w0", tmp_path / "w1"]
+    config = write_config(tmp_path / "crawl.toml", max_tasks=2)
+    processes = await launch(redis_server, site.url("/"), archives, config, "steer")
+    client = redis_server.client()
+    deadline = time.monotonic() + 40
+    try:
+        while sum(site.hits.values()) < 20 or client.hlen("archiver:{steer}:workers") < 2:
+            assert time.monotonic() < deadline and all(p.returncode is None for p in processes)
+            await asyncio.sleep(0.02)
+    finally:
+        client.close()
+
+    async def control(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "archiver",
+            "control",
+            str(archives[1]),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, out
+        return out.decode().strip()
+
+    assert (await control("pause")).startswith("paused")
+    await asyncio.sleep(1.0)  # the other process reads the command within a second; in flight ends
+    hits = sum(site.hits.values())
+    await asyncio.sleep(1.5)
+    assert sum(site.hits.values()) == hits, "a process kept fetching while the crawl was paused"
+    assert await control("resume") == "resumed"
+    answer = await control("exclude", r"/p/2\d\d$")
+    assert answer.startswith("exclude ") and "queued URLs dropped" in answer, answer
+    seen_then = set(site.hits)
+    codes = await asyncio.wait_for(asyncio.gather(*(p.wait() for p in processes)), 120)
+    assert codes == [0, 0], [a.with_suffix(".log").read_text()[-2000:] for a in archives]
+    late = {path for path in set(site.hits) - seen_then if path.startswith("/p/2") and len(path) == 6}
+    assert late == set(), late
+    fetched = {path for archive in archives for path, _ in captures(archive)}
+    assert {f"/p/{i}" for i in range(200)} <= fetched | seen_then
+    assert fetched < expected
+    for archive in archives:
+        assert r"/p/2\\d\\d$" in (archive / "crawl.toml").read_text()

@@ -159,6 +159,7 @@ def global_delay(config: Config) -> float:
 #   meta     HASH   concurrency, delay, lease, max_pages, created
 #   config   STRING the crawl's configuration (TOML), for `archiver worker`
 #   workers  HASH   WORKER -> JSON heartbeat
+#   control  LIST   live-control commands (`archiver control`), each JSON with the sender
 
 _PRELUDE = """
 local p = ARGV[1]
@@ -379,6 +380,27 @@ return lost
 """
 )
 
+DROP_SCRIPT = (
+    _PRELUDE
+    + """
+local out = {}
+local removed = 0
+for i = 3, #ARGV do
+  local gone = redis.call('LREM', ARGV[2], 1, ARGV[i])
+  if gone > 0 then
+    redis.call('HDEL', p..'items', ARGV[i])
+    removed = removed + 1
+  end
+  out[#out + 1] = gone
+end
+if removed > 0 then redis.call('HINCRBY', p..'counts', 'queued', -removed) end
+if redis.call('LLEN', ARGV[2]) == 0 then
+  redis.call('ZREM', p..'hosts', string.sub(ARGV[2], #p + 3))
+end
+return out
+"""
+)
+
 # -- the frontier ------------------------------------------------------------------------
 
 
@@ -465,6 +487,9 @@ class RedisFrontier(Frontier):
         self._closing = False
         self._lost: str | None = None
         self._last_counts = Counts()
+        self._control_seen = 0
+        """Commands of the crawl's `control` list already read (those before this process joined
+        are applied through the stored configuration)."""
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -491,6 +516,7 @@ class RedisFrontier(Frontier):
             ("lease", LEASE_SCRIPT),
             ("finish", FINISH_SCRIPT),
             ("renew", RENEW_SCRIPT),
+            ("drop", DROP_SCRIPT),
         ):
             self._scripts[name] = client.register_script(text)
         async with client.pipeline(transaction=True) as pipe:
@@ -499,7 +525,8 @@ class RedisFrontier(Frontier):
             pipe.hsetnx(self.prefix + "meta", "created", repr(time.time()))
             pipe.set(self.prefix + "config", self._config_text, nx=True)
             pipe.hset(self.prefix + "workers", self.worker, self._heartbeat())
-            await pipe.execute()
+            pipe.llen(self.prefix + "control")
+            self._control_seen = (await pipe.execute())[-1]
         self.round_trips.other += 2
         self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
 
@@ -644,6 +671,77 @@ class RedisFrontier(Frontier):
                 item.url,
             )
         self._take(reply, 4)
+
+    # -- live control ------------------------------------------------------------------
+
+    async def share(self, command: dict[str, Any], config: Config) -> None:
+        """Pass `command` to every other worker, and keep what it changed for those to come:
+        the stored configuration, and the global politeness the scripts apply."""
+        payload = json.dumps({**command, "from": self.worker})
+        verb, args = command.get("verb"), command.get("args") or []
+
+        async def call(client: aioredis.Redis) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.rpush(self.prefix + "control", payload)
+                if verb in ("exclude", "include", "delay", "concurrency"):
+                    pipe.set(self.prefix + "config", dump_toml(config.to_toml_dict()))
+                if verb == "delay":
+                    pipe.hset(self.prefix + "meta", "delay", repr(float(args[0])))
+                elif verb == "concurrency":
+                    pipe.hset(self.prefix + "meta", "concurrency", str(int(args[0])))
+                await pipe.execute()
+
+        self.round_trips.other += 1
+        await self._retrying("control", call)
+        self._config_text = dump_toml(config.to_toml_dict())
+
+    async def shared_commands(self) -> list[dict[str, Any]]:
+        async def call(client: aioredis.Redis) -> list[str]:
+            return list(map(str, await client.lrange(self.prefix + "control", self._control_seen, -1)))
+
+        if self._redis is None:
+            return []
+        self.round_trips.other += 1
+        found = await self._retrying("control", call)
+        self._control_seen += len(found)
+        commands = []
+        for payload in found:
+            with contextlib.suppress(ValueError):
+                command = json.loads(payload)
+                if isinstance(command, dict) and command.get("from") != self.worker:
+                    commands.append(command)
+        return commands
+
+    async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
+        """Every host's queue is read and the items refused removed, each by one script that
+        counts it only if it was still queued (another worker may have leased it meanwhile)."""
+
+        async def call(client: aioredis.Redis) -> list[tuple[Item, str]]:
+            dropped: list[tuple[Item, str]] = []
+            async for queue in client.scan_iter(match=self.prefix + "q:*", count=500):
+                keys = list(map(str, await client.lrange(queue, 0, -1)))
+                for start in range(0, len(keys), 500):
+                    dropped += await self._drop_from(client, queue, keys[start : start + 500], refusal)
+            return dropped
+
+        self.round_trips.other += 1
+        return await self._retrying("drop", call)
+
+    async def _drop_from(
+        self, client: aioredis.Redis, queue: str, keys: list[str], refusal: Callable[[Item], str | None]
+    ) -> list[tuple[Item, str]]:
+        payloads = await client.hmget(self.prefix + "items", keys)
+        refused = []
+        for key, payload in zip(keys, payloads, strict=True):
+            item = decode_item(key, str(payload or ""))
+            reason = refusal(item)
+            if reason is not None:
+                refused.append((key, item, reason))
+        if not refused:
+            return []
+        args = [self.prefix, queue, *(key for key, _, _ in refused)]
+        flags = await self._scripts["drop"](args=args, client=client)
+        return [(item, reason) for (_, item, reason), flag in zip(refused, flags, strict=True) if flag]
 
     async def counts(self) -> Counts:
         """The whole crawl's totals, with this process's share; the last known when closed."""
