@@ -40,3 +40,18 @@ def read_counts(path: Path) -> Counts:
     done, failed = int(rows.get("count_done", 0)), int(rows.get("count_failed", 0))
     fetching = int(rows.get("count_fetching", 0))
     return Counts(queued, in_flight, done, failed, queued + in_flight + done + failed, fetching)
+
+
+def read_queued(path: Path, limit: int) -> list[str]:
+    """The URLs at the head of the queue (those leased by a running crawl first), at most `limit`,
+    read without disturbing a running crawl."""
+    db = connect(path, readonly=True)
+    try:
+        rows = db.execute(
+            "SELECT coalesce(url, key) FROM urls WHERE state IN (0, 1) ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ArchiveError(f"{path}: not a crawl state database ({exc})") from None
+    finally:
+        db.close()
+    return [row[0] for row in rows]

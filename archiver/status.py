@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from .archive import CONFIG_NAME
-from .crawllog import REPORT_NAME
+from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
-from .state import STATE_NAME, read_counts
+from .queue_view import SAMPLE, QueueView, queue_view, trap_findings, view_lines
+from .state import STATE_NAME, read_counts, read_queued
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -40,6 +41,8 @@ class ArchiveStatus:
     """For a worker of a crawl shared by many processes: the crawl's name, workers, errors."""
     limit: str | None = None
     """The limit that stopped the last run of a resumable crawl, in words."""
+    queue: QueueView | None = None
+    """What the queue holds (`with_queue`)."""
     headline: str | None = None
     details: list[str] = field(default_factory=list)
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
@@ -53,6 +56,7 @@ class ArchiveStatus:
             "pid": self.holder.pid if self.holder and self.state == RUNNING else None,
             "stale_lock": self.stale_lock,
             "limit_reached": self.limit,
+            **({"queue": asdict(self.queue)} if self.queue is not None else {}),
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
         }
@@ -155,5 +159,17 @@ def describe(status: ArchiveStatus) -> str:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.stale_lock and status.holder is not None:
         lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
+    if status.queue is not None:
+        lines.extend(view_lines(status.queue, str(name), c.queued + c.in_flight))
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)
     return "\n".join(lines)
+
+
+def with_queue(status: ArchiveStatus) -> ArchiveStatus:
+    """`status` with what its queue holds, for a crawl kept in SQLite that is not over."""
+    if status.frontier == "sqlite" and status.state in (RUNNING, RESUMABLE):
+        left = status.counts.queued + status.counts.in_flight
+        urls = read_queued(status.archive / STATE_NAME, SAMPLE) if left else []
+        status.queue = queue_view(urls)
+        status.queue.traps = trap_findings(status.archive / LOG_NAME)
+    return status

@@ -201,3 +201,43 @@ async def test_bad_commands_are_one_line_errors(site: Site, tmp_path: Path) -> N
         code, out = await archiver("control", tmp_path / "a", *args, cwd=tmp_path)
         assert code == 2 and out == f"archiver: error: {out.split('error: ', 1)[1]}", out
         assert expected in out and len(out.splitlines()) == 1, out
+
+
+async def test_status_names_a_calendar_trap_and_its_exclude_line_stops_it(site: Site, tmp_path: Path) -> None:
+    requests: list[tuple[float, str]] = []
+
+    async def calendar(request: web.Request) -> web.StreamResponse:
+        requests.append((time.monotonic(), request.path))
+        await asyncio.sleep(0.05)
+        year = int(request.path.split("/")[2] or "2030")
+        links = [f"/calendar/{y}/{m}/" for y in range(year + 1, year + 5) for m in range(1, 13)]
+        body = "".join(f'<a href="{link}">{link}</a>' for link in links)
+        return web.Response(text=f"<html><body>{body}</body></html>", content_type="text/html")
+
+    site.page("/", links=["/calendar/", *(f"/doc/{i}" for i in range(20))])
+    for i in range(20):
+        site.page(f"/doc/{i}", f"<p>doc {i}</p>")
+    site.handler("/calendar/", calendar)
+    for year in range(2031, 2200):
+        for month in range(1, 13):
+            site.handler(f"/calendar/{year}/{month}/", calendar)
+    archive = tmp_path / "a"
+    crawl = await start_crawl(site, archive, tmp_path, "--max-tasks", "2", "--max-depth", "1000")
+    await until(lambda: len(requests) >= 40)
+    await asyncio.sleep(1.0)  # the frontier commits its counts every half second
+    code, out = await archiver("status", archive, cwd=tmp_path)
+    assert code == 0, out
+    assert "/calendar/{year}/{month}/" in out, out
+    drop = [line.strip() for line in out.splitlines() if "to drop them:" in line]
+    assert drop, out
+    line = drop[0]
+    command = line.split("to drop them: ", 1)[1]
+    assert command == f"archiver control {archive} exclude '/calendar/\\d{{4}}/\\d{{1,2}}/'", command
+    pattern = command.rsplit(" ", 1)[1].strip("'")
+    code, out = await archiver("control", archive, "exclude", pattern, cwd=tmp_path)
+    assert code == 0 and "queued URLs dropped" in out, out
+    stopped_at = time.monotonic()
+    assert await asyncio.wait_for(crawl.wait(), 60) == 0
+    assert [path for at, path in requests if at > stopped_at + 0.5] == []
+    code, out = await archiver("status", archive, cwd=tmp_path)
+    assert "complete" in out.splitlines()[0], out

@@ -26,10 +26,10 @@ def status_command(pm: pluggy.PluginManager | None, archive: Path, as_json: bool
     from ..history import read_history
     from ..history_lines import history_json, history_lines
     from ..manager import Hooks, make_plugin_manager
-    from ..status import RUNNING, archive_status, describe, imported_status
+    from ..status import RUNNING, archive_status, describe, imported_status, with_queue
 
     folder = require_archive(archive, also=("warc", "index"))
-    status = (imported_status(folder) if folder.is_dir() else None) or archive_status(folder)
+    status = (imported_status(folder) if folder.is_dir() else None) or with_queue(archive_status(folder))
     status.plugins = Hooks(pm or make_plugin_manager()).archive_status(archive, status)
     runs = read_history(archive) if archive.is_dir() else []
     if as_json:
