@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 from aiohttp import web
+from archiver_plugins.web.status import crawl_status
 
 from archiver.testing import Site
 
@@ -228,6 +229,8 @@ async def test_status_names_a_calendar_trap_and_its_exclude_line_stops_it(site: 
     code, out = await archiver("status", archive, cwd=tmp_path)
     assert code == 0, out
     assert "/calendar/{year}/{month}/" in out, out
+    page = crawl_status("a", archive, None)  # the web UI's status page says the same
+    assert any("/calendar/{year}/{month}/" in line for line in page.queue), page.queue
     drop = [line.strip() for line in out.splitlines() if "to drop them:" in line]
     assert drop, out
     line = drop[0]

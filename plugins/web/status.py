@@ -100,6 +100,8 @@ class CrawlStatus:
     problems: list[str]
     crawls: list[dict[str, Any]] = field(default_factory=list)
     """The archive's numbered crawls (`archiver.history_lines.history_json`), oldest first."""
+    queue: list[str] = field(default_factory=list)
+    """What the queue holds, per host and URL pattern, as `archiver status` words it."""
 
 
 def _running(folder: Path) -> tuple[bool, str | None]:
@@ -147,4 +149,21 @@ def crawl_status(name: str, folder: Path, follower: LogFollower | None) -> Crawl
         crawls = history_json(read_history(folder), running)
     except OSError as exc:
         problems.append(f"{HISTORY_NAME}: {exc}")
-    return CrawlStatus(name, running, holder, follower, frontier, report, problems, crawls)
+    queue: list[str] = []
+    if frontier is not None:
+        try:
+            queue = _queue(folder)
+        except Exception as exc:  # as for the counts: a state being written, another version
+            problems.append(f"{STATE_NAME}: {exc}")
+    return CrawlStatus(name, running, holder, follower, frontier, report, problems, crawls, queue)
+
+
+def _queue(folder: Path) -> list[str]:
+    from archiver.queue_view import view_lines
+    from archiver.status import archive_status, with_queue
+
+    status = with_queue(archive_status(folder))
+    if status.queue is None:
+        return []
+    left = status.counts.queued + status.counts.in_flight
+    return [line.removeprefix("  ") for line in view_lines(status.queue, str(folder), left)]
