@@ -20,6 +20,8 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
+from archiver.config import load_config
+from archiver.errors import ConfigError
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl
 from archiver.runner import run_crawl
@@ -160,3 +162,132 @@ async def test_no_cookies_keeps_no_jar(site: Site, tmp_path: Path) -> None:
     assert fetched_ok(crawl.archive) == set()
     assert all(headers.get("Cookie") is None for _, headers in seen.requests)
     assert not (crawl.archive / "cookies.json").exists()
+
+
+# -- 2 and 4. a session from cookies.txt; the logout link ------------------------------------
+
+
+def members_site(site: Site, seen: Seen) -> None:
+    """Pages for the holder of the session cookie only; anyone else is sent to /login."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.path == "/login":
+            return web.Response(text="<form method=post>log in</form>", content_type="text/html")
+        if request.cookies.get("sid") != SID:
+            return redirect("/login")
+        if request.path == "/logout":
+            return web.Response(text="bye", headers={"Set-Cookie": "sid=; Max-Age=0; Path=/"})
+        links = {
+            "/": ["/members/a", "/members/b", "/logout", "/account?action=sign-out"],
+            "/members/a": ["/members/c"],
+        }.get(request.path, [])
+        anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+        body = f"<html><body><h1>members only: {request.path}</h1>{anchors}</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    for path in ("/", "/login", "/logout", "/account", "/members/a", "/members/b", "/members/c"):
+        site.handler(path, handle)
+
+
+MEMBER_PAGES = ("/", "/members/a", "/members/b", "/members/c")
+
+
+async def test_cookies_file_opens_the_members_pages_and_the_logout_links_are_never_followed(
+    site: Site, tmp_path: Path
+) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(
+        tmp_path / "cookies.txt",
+        f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}",
+        "#HttpOnly_.elsewhere.example\tTRUE\t/\tFALSE\t0\tsid\tnot-for-this-host",
+    )
+    archive = tmp_path / "a"
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), *FAST, *PLUGINS
+    )
+    assert code == 0, err
+    assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+    assert "/login" not in seen.paths()
+    assert all(cookie_of(headers.get("Cookie"), "sid") == SID for _, headers in seen.requests)
+    assert "/logout" not in seen.paths() and not any(p.startswith("/account") for p in seen.paths())
+    skipped = {r["url"]: r["reason"] for r in log_lines(archive) if r.get("outcome") == "skipped"}
+    assert skipped[site.url("/logout")].startswith("logout: looks like a sign-out link")
+    assert skipped[site.url("/account?action=sign-out")].startswith("logout:")
+    code, out, err = await run_cli("why", str(archive), site.url("/logout"))
+    assert "logout" in out and "sign-out link" in out, out + err
+
+
+async def test_allow_logout_follows_the_sign_out_link(site: Site, tmp_path: Path) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    crawl = await warc_crawl(tmp_path, site.url("/"), cookies_file=str(jar), allow_logout=True, max_tasks=1)
+    assert "/logout" in seen.paths()
+    assert crawl.stats["skipped_logout"] == 0
+
+
+async def test_without_credentials_a_logout_link_is_an_ordinary_link(site: Site, tmp_path: Path) -> None:
+    site.page("/", links=["/logout"])
+    site.page("/logout", "bye")
+    crawl = await warc_crawl(tmp_path, site.url("/"))
+    assert site.hits["/logout"] == 1
+    assert crawl.stats["skipped_logout"] == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("127.0.0.1 FALSE / FALSE 0 sid x", ":3: expected 7 fields separated by tabs"),
+        ("127.0.0.1\tMAYBE\t/\tFALSE\t0\tsid\tx", ":3: the subdomains field must be TRUE or FALSE"),
+        ("127.0.0.1\tFALSE\t/\tFALSE\tsoon\tsid\tx", ":3: expires must be a Unix time"),
+    ],
+)
+async def test_a_malformed_cookies_file_is_one_line_naming_the_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    jar = cookies_txt(tmp_path / "cookies.txt", line)
+    archive = tmp_path / "a"
+    code, _, err = await run_cli("crawl", "http://127.0.0.1:9/", "-o", str(archive), "--cookies", str(jar))
+    assert code == 2
+    assert err.strip().count("\n") == 0, err
+    assert f"{jar}{problem}" in err
+    assert not archive.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["--header", "X-Token secret"], "'X-Token secret' is not a header: expected 'Name: value'"),
+        (["--header", "Bad Name: x"], "is not a header"),
+        (["--header", "Host: elsewhere"], "Host is the URL's own"),
+        (["--proxy", "socks5://127.0.0.1:1080"], "expected 'env' or a proxy's http://HOST:PORT URL"),
+        (["--auth", "127.0.0.1:9"], "no credentials for 127.0.0.1:9: add `machine 127.0.0.1:9"),
+        (["--cookies", "/nonexistent/cookies.txt"], "cookies file not found"),
+    ],
+)
+async def test_bad_header_proxy_or_credentials_are_one_line_errors(
+    tmp_path: Path, args: list[str], problem: str
+) -> None:
+    env = {**ENV, "NETRC": str(tmp_path / "no-netrc"), "HOME": str(tmp_path)}
+    env.pop("ARCHIVER_LOGIN", None)
+    code, _, err = await run_cli("crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a"), *args, env=env)
+    assert code == 2, err
+    assert err.strip().count("\n") == 0, err
+    assert problem in err
+
+
+def test_hosts_tables_are_checked_with_the_core_error_format(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[hosts."example.org"]\nauth = "digest"\n')
+    with pytest.raises(ConfigError, match=r'\[hosts."example.org"\] auth: expected one of'):
+        load_config(config)
+    config.write_text('[hosts."example.org"]\nheader = ["X: 1"]\n')
+    with pytest.raises(ConfigError, match=r"header: unknown key; did you mean 'headers'\?"):
+        load_config(config)
+    config.write_text('[hosts."example.org"]\nheaders = ["X 1"]\n')
+    with pytest.raises(ConfigError, match="is not a header"):
+        load_config(config)
+    config.write_text('[hosts."example.org"]\nheaders = ["X-Team: a"]\nauth = "bearer"\n')
+    assert load_config(config).hosts == {"example.org": {"headers": ["X-Team: a"], "auth": "bearer"}}
