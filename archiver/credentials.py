@@ -15,9 +15,9 @@ import dataclasses
 import netrc
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
@@ -152,3 +152,23 @@ class SiteCredentials:
             return tuple(headers)
         secret = self.secret_names
         return tuple((name, REDACTED if name.lower() in secret else value) for name, value in headers)
+
+
+def unredacted_secrets(tables: Mapping[str, Any]) -> str | None:
+    """What a saved configuration (crawl.toml's tables) sent that its WARC request records hold
+    in the clear, in words, or None: an export meant for others should say so."""
+    session = tables.get("session")
+    session = session if isinstance(session, Mapping) else {}
+    if session.get("redact_credentials"):
+        return None
+    given = []
+    if session.get("cookies_file"):
+        given.append("cookies from --cookies")
+    if session.get("headers"):
+        given.append("--header values")
+    hosts = tables.get("hosts")
+    hosts = hosts if isinstance(hosts, Mapping) else {}
+    with_auth = sorted({*session.get("auth", ()), *(h for h, t in hosts.items() if isinstance(t, Mapping))})
+    if with_auth:
+        given.append("credentials or headers for " + ", ".join(with_auth))
+    return ", ".join(given) or None

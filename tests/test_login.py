@@ -8,9 +8,12 @@ headers, so the tests assert on what each server saw and on what the WARC files 
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
+import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +22,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
+from yarl import URL
 
 from archiver.config import load_config
-from archiver.errors import ConfigError
+from archiver.credentials import REDACTED
+from archiver.errors import ConfigError, FetchError
+from archiver.fetcher import GuardedResolver
+from archiver.guard import AddressGuard
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl
 from archiver.runner import run_crawl
@@ -32,6 +39,7 @@ pytestmark = pytest.mark.timeout(60)
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PLUGINS = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]
 FAST = ["--delay", "0", "--ignore-robots", "--max-tries", "1", "-q"]
+AUTOLOAD = {k: v for k, v in os.environ.items() if k != "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD"}
 SID = "s3cr3t-session"
 
 
@@ -291,3 +299,308 @@ def test_hosts_tables_are_checked_with_the_core_error_format(tmp_path: Path) -> 
         load_config(config)
     config.write_text('[hosts."example.org"]\nheaders = ["X-Team: a"]\nauth = "bearer"\n')
     assert load_config(config).hosts == {"example.org": {"headers": ["X-Team: a"], "auth": "bearer"}}
+
+
+# -- 3. credentials per host, never across a redirect -----------------------------------------
+
+LOGIN, PASSWORD = "reader", "pa ss:wörd"
+
+
+def basic(login: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()
+
+
+def private_area(site: Site, seen: Seen, elsewhere: str) -> None:
+    """/area/ asks for HTTP Basic; a page and an image of it redirect to another host."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.headers.get("Authorization") != basic(LOGIN, PASSWORD):
+            return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="area"'})
+        if request.path == "/area/away":
+            return redirect(f"{elsewhere}/landing")
+        if request.path == "/area/logo.png":
+            return redirect(f"{elsewhere}/logo.png")
+        body = (
+            '<html><body><a href="/area/page">page</a> <a href="/area/away">away</a>'
+            '<img src="/area/logo.png"> <a href="/logout">log out</a></body></html>'
+        )
+        return web.Response(text=body, content_type="text/html")
+
+    for path in ("/area/", "/area/page", "/area/away", "/area/logo.png"):
+        site.handler(path, handle)
+
+
+def foreign_host(other: Site, seen: Seen) -> None:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.path == "/logo.png":
+            return web.Response(body=b"\x89PNG", content_type="image/png")
+        return web.Response(text="<html><body>landing</body></html>", content_type="text/html")
+
+    for path in ("/landing", "/logo.png"):
+        other.handler(path, handle)
+
+
+@pytest.mark.parametrize("source", ["netrc", "environment"])
+async def test_basic_auth_goes_to_its_host_only_never_across_a_redirect(
+    site: Site, other_site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    seen, elsewhere = Seen(), Seen()
+    private_area(site, seen, other_site.url("").rstrip("/"))
+    foreign_host(other_site, elsewhere)
+    netrc = tmp_path / "netrc"
+    monkeypatch.setenv("NETRC", str(netrc))
+    if source == "netrc":
+        netrc.write_text(f'machine {site.host}\n  login {LOGIN}\n  password "{PASSWORD}"\n')
+        netrc.chmod(0o600)
+    else:
+        monkeypatch.setenv("ARCHIVER_LOGIN", LOGIN)
+        monkeypatch.setenv("ARCHIVER_PASSWORD", PASSWORD)
+    roots = [site.url("/area/"), site.url("/area/away")]  # a root's redirect to another host is followed
+    config = make_config(tmp_path, roots, auth=(site.host,))
+    pm = make_plugin_manager(autoload=False, modules=["archiver_plugins.links", "archiver_plugins.warc"])
+    crawl = await run_crawl(config, pm)
+    assert fetched_ok(crawl.archive) >= {site.url("/area/"), site.url("/area/page")}
+    assert all(h.get("Authorization") == basic(LOGIN, PASSWORD) for _, h in seen.requests)
+    assert sorted(elsewhere.paths()) == ["/landing", "/logo.png"]  # both redirects were followed
+    assert all("Authorization" not in headers for _, headers in elsewhere.requests)
+    assert "/logout" not in seen.paths()  # credentials given: the sign-out link is refused
+    records = request_records(crawl.archive)
+    assert records[site.url("/area/page")][0]["Authorization"] == basic(LOGIN, PASSWORD)
+    assert "Authorization" not in records[other_site.url("/landing")][0]
+
+
+async def test_headers_and_a_bearer_token_per_host_from_the_hosts_table(
+    site: Site, other_site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.page("/", f'<a href="{other_site.url("/api")}">api</a><img src="{other_site.url("/i.png")}">')
+    other_site.page("/i.png", b"PNG", content_type="image/png")
+    other_site.page("/api", "ok")
+    monkeypatch.setenv("API_TOKEN", "t0ken")
+    hosts = {other_site.host: {"auth": "bearer", "token_env": "API_TOKEN", "headers": ["X-Team: archive"]}}
+    seen: dict[str, dict[str, str]] = {}
+
+    def recorder(server: Site) -> None:
+        for path, handler in list(server.handlers.items()):
+
+            async def wrapped(request: web.Request, handler: Any = handler) -> web.StreamResponse:
+                seen[f"{request.host}{request.path}"] = dict(request.headers)
+                return await handler(request)
+
+            server.handlers[path] = wrapped
+
+    recorder(site)
+    recorder(other_site)
+    await warc_crawl(tmp_path, site.url("/"), headers=("X-Archive: yes",), hosts=hosts)
+    root, image = seen[f"{site.host}/"], seen[f"{other_site.host}/i.png"]
+    assert root.get("X-Archive") == "yes" and "Authorization" not in root and "X-Team" not in root
+    assert image.get("Authorization") == "Bearer t0ken" and image.get("X-Team") == "archive"
+    assert "X-Archive" not in image  # --header goes to the roots' hosts only
+
+
+# -- 5. secrets in the archive ------------------------------------------------------------------
+
+
+async def test_redact_credentials_keeps_the_values_out_of_the_warc_and_wacz_warns_otherwise(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("ARCHIVER_LOGIN", LOGIN)
+    monkeypatch.setenv("ARCHIVER_PASSWORD", PASSWORD)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    secret_header = "X-Api-Key: key-4711"
+    exports = {}
+    for redact in (True, False):
+        archive = tmp_path / f"redacted-{redact}"
+        args = ["crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), "--header", secret_header]
+        args += ["--auth", site.host, *(["--redact-credentials"] if redact else []), *FAST, *PLUGINS]
+        code, _, err = await run_cli(*args, env={**ENV, **os.environ})
+        assert code == 0, err
+        assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+        records = request_records(archive)
+        headers = records[site.url("/members/a")][0]
+        if redact:
+            assert headers["Cookie"] == headers["Authorization"] == headers["X-Api-Key"] == REDACTED
+            for path in sorted((archive / "warc").glob("*.warc.gz")):
+                raw = gzip.decompress(path.read_bytes())
+                assert SID.encode() not in raw and b"key-4711" not in raw
+                assert base64.b64encode(f"{LOGIN}:{PASSWORD}".encode()) not in raw
+        else:
+            assert cookie_of(headers["Cookie"], "sid") == SID
+            assert headers["X-Api-Key"] == "key-4711"
+        wacz = tmp_path / f"{redact}.wacz"
+        args = ["export", str(archive), str(wacz), "--format", "wacz", "-q"]
+        code, _, exports[redact] = await run_cli(*args, env=AUTOLOAD)
+        assert code == 0, exports[redact]
+    assert all(headers.get("X-Api-Key") == "key-4711" for _, headers in seen.requests)  # sent as given
+    assert "warning" not in exports[True]
+    warnings = [line for line in exports[False].splitlines() if "warning" in line]
+    assert (
+        len(warnings) == 1
+        and "--redact-credentials" in warnings[0]
+        and "cookies from --cookies" in warnings[0]
+    )
+
+
+# -- 1. kill -9, then resume: the same login ------------------------------------------------------
+
+
+async def test_kill_then_resume_goes_on_with_the_same_session(site: Site, tmp_path: Path) -> None:
+    issued: list[str] = []
+    sent: list[tuple[str, str | None]] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.path == "/welcome":
+            issued.append(f"visitor-{len(issued)}")
+            response = redirect(request.query.get("next", "/"))
+            response.set_cookie("visitor", issued[-1], path="/")
+            return response
+        sent.append((request.path, request.cookies.get("visitor")))
+        if request.cookies.get("visitor") not in issued:
+            return redirect(f"/welcome?next={request.path}")
+        await asyncio.sleep(0.03)
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(60)) if request.path == "/" else ""
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    for path in ("/", "/welcome", *(f"/p{i}" for i in range(60))):
+        site.handler(path, handle)
+    archive = tmp_path / "a"
+    args = [
+        "crawl",
+        site.url("/"),
+        "-o",
+        str(archive),
+        "--frontier",
+        "sqlite",
+        "--max-tasks",
+        "1",
+        *FAST,
+        *PLUGINS,
+    ]
+    proc = await start_cli(*args)
+    for _ in range(400):
+        await asyncio.sleep(0.025)
+        if len(sent) > 15 and (archive / "cookies.json").exists():
+            break
+    proc.send_signal(signal.SIGKILL)
+    await proc.wait()
+    assert len(sent) < 60, "the crawl ended before it was killed"
+    code, _, err = await run_cli("crawl", "--resume", str(archive), "-q")
+    assert code == 0, err
+    assert issued == ["visitor-0"]  # one visit, one session, across the kill
+    assert {path for path, _ in sent} == {"/", *(f"/p{i}" for i in range(60))}
+    assert {cookie for _, cookie in sent[1:]} == {"visitor-0"}
+
+
+# -- 7. proxies -------------------------------------------------------------------------------------
+
+
+class CountingProxy:
+    """A forward HTTP proxy on loopback that remembers every request line and header it passes on."""
+
+    def __init__(self) -> None:
+        self.passed: list[tuple[str, dict[str, str]]] = []
+        self.server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            method, target, _ = head[0].split(" ")
+            headers = dict(line.split(": ", 1) for line in head[1:] if line)
+            self.passed.append((target, headers))
+            url = URL(target)
+            upstream_reader, upstream_writer = await asyncio.open_connection(url.host, url.port)
+            kept = [
+                f"{k}: {v}" for k, v in headers.items() if not k.lower().startswith(("proxy-", "connection"))
+            ]
+            request = "\r\n".join(
+                [f"{method} {url.raw_path_qs} HTTP/1.1", *kept, "Connection: close", "", ""]
+            )
+            upstream_writer.write(request.encode("latin-1"))
+            writer.write(await upstream_reader.read())
+            upstream_writer.close()
+            await writer.drain()
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def proxy() -> Any:
+    server = CountingProxy()
+    await server.start()
+    yield server
+    await server.close()
+
+
+async def test_proxy_carries_every_request_and_the_warc_records_the_target(
+    site: Site, proxy: CountingProxy, tmp_path: Path
+) -> None:
+    site.page("/", links=["/a", "/b"])
+    site.page("/a", "a")
+    site.page("/b", "b")
+    proxy_url = proxy.url.replace("http://", "http://agent:hunter2@")
+    crawl = await warc_crawl(tmp_path, site.url("/"), proxy=proxy_url)
+    assert sorted(target for target, _ in proxy.passed) == [site.url(p) for p in ("/", "/a", "/b")]
+    assert all(h.get("Proxy-Authorization") == basic("agent", "hunter2") for _, h in proxy.passed)
+    assert site.hits.total() == 3
+    for path in sorted((crawl.archive / "warc").glob("*.warc.gz")):
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type in ("request", "response"):
+                    assert record.rec_headers.get_header("WARC-Target-URI").startswith(site.url("/"))
+                    assert record.rec_headers.get_header("WARC-IP-Address") is None
+                if record.rec_type == "request":
+                    assert record.http_headers.get_header("Host") == site.host
+                    assert record.http_headers.get_header("Proxy-Authorization") is None
+
+
+async def test_proxy_env_only_when_asked_and_no_proxy_is_honoured(
+    site: Site, other_site: Site, proxy: CountingProxy, tmp_path: Path
+) -> None:
+    other = other_site.url("/elsewhere").replace("127.0.0.1", "localhost")
+    site.page("/", f'<a href="/a">a</a><img src="{other}">')
+    site.page("/a", "a")
+    other_site.page("/elsewhere", b"PNG", content_type="image/png")
+    env = {
+        **ENV,
+        "HTTP_PROXY": proxy.url,
+        "http_proxy": proxy.url,
+        "NO_PROXY": "localhost",
+        "no_proxy": "localhost",
+    }
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(tmp_path / "direct"), *FAST, *PLUGINS, env=env
+    )
+    assert code == 0, err
+    assert proxy.passed == [] and site.hits.total() == 2  # the variables alone change nothing
+    args = ["crawl", site.url("/"), "-o", str(tmp_path / "env"), "--proxy", "env", *FAST, *PLUGINS]
+    code, _, err = await run_cli(*args, env=env)
+    assert code == 0, err
+    assert sorted(target for target, _ in proxy.passed) == [site.url("/"), site.url("/a")]
+    assert other_site.hits["/elsewhere"] == 2  # NO_PROXY: straight to it, both times
+
+
+async def test_through_a_proxy_the_address_guard_still_judges_the_target() -> None:
+    guard = AddressGuard(["http://93.184.216.34/"])  # a crawl of a public site
+    resolver = GuardedResolver(guard, frozenset({"localhost"}))
+    with pytest.raises(FetchError, match=r"address guard: localhost resolves to 127\.0\.0\.1 is a loopback"):
+        await resolver.check_target("http://localhost:8080/admin")
+    assert await resolver.resolve("localhost", 3128)  # the proxy itself is reached
+    await resolver.check_target("http://93.184.216.35/")  # public: fine
+    await resolver.close()
