@@ -16,11 +16,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from browser import chromium_path
 from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
@@ -604,3 +607,64 @@ async def test_through_a_proxy_the_address_guard_still_judges_the_target() -> No
     assert await resolver.resolve("localhost", 3128)  # the proxy itself is reached
     await resolver.check_target("http://93.184.216.35/")  # public: fine
     await resolver.close()
+
+
+# -- 6. --browser shares the login ------------------------------------------------------------------
+
+APP = """<!doctype html><html><body><div id="out">loading</div><script>
+document.cookie = "js_ready=1; path=/";
+const pref = (document.cookie.match(/pref=([a-z]+)/) || [null, "none"])[1];
+fetch("/api/secret").then(r => r.json()).then(d => {
+  document.getElementById("out").innerHTML =
+    '<a href="' + d.link + '">Rendered: ' + d.text + '</a> <a href="/theme-' + pref + '">theme</a>';
+});
+</script></body></html>"""
+
+
+async def test_browser_pages_share_the_crawls_login_both_ways(site: Site, tmp_path: Path) -> None:
+    chromium_path()
+    seen = Seen()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.cookies.get("sid") != SID:
+            return web.Response(status=403, text="members only")
+        if request.path == "/api/secret":
+            if request.cookies.get("js_ready") != "1":
+                return web.Response(status=403, text="run the page's script first")
+            return web.json_response({"link": "/members/scripted", "text": "TOP SECRET"})
+        if request.path == "/":
+            return web.Response(text=APP, content_type="text/html")
+        return web.Response(text=f"<html><body>{request.path}</body></html>", content_type="text/html")
+
+    for path in ("/", "/api/secret", "/members/scripted", "/theme-dark", "/theme-none"):
+        site.handler(path, handle)
+    jar = cookies_txt(
+        tmp_path / "cookies.txt",
+        f"#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}",
+        f"127.0.0.1\tFALSE\t/\tFALSE\t{int(time.time()) + 3600}\tpref\tdark",
+    )
+    browser = {"all": True, "tabs": 1, "idle_timeout": 1.5, "page_timeout": 15.0, "screenshot": False}
+    config = make_config(tmp_path, [site.url("/")], cookies_file=str(jar), plugins={"browser": browser})
+    names = ("links", "warc", "browser")
+    pm = make_plugin_manager(autoload=False, modules=[f"archiver_plugins.{name}" for name in names])
+    crawl = await run_crawl(config, pm)
+    assert crawl.stats["browser.pages"] >= 1
+    assert {site.url("/members/scripted"), site.url("/theme-dark")} <= fetched_ok(crawl.archive)
+    api = [headers.get("Cookie") or "" for path, headers in seen.requests if path == "/api/secret"]
+    assert api and cookie_of(api[0], "js_ready") == "1" and cookie_of(api[0], "sid") == SID
+    assert all(status != 403 for status in statuses(crawl.archive).values())
+    rendered = b"".join(payloads(crawl.archive))
+    assert b"Rendered: TOP SECRET" in rendered
+    assert "js_ready" in (crawl.archive / "cookies.json").read_text()
+
+
+def statuses(archive: Path) -> dict[str, int]:
+    return {r["url"]: r["status"] for r in log_lines(archive) if r.get("outcome") == "fetched"}
+
+
+def payloads(archive: Path) -> Iterator[bytes]:
+    for path in sorted((archive / "warc").glob("*.warc.gz")):
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):
+                yield record.content_stream().read()
