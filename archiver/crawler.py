@@ -118,7 +118,7 @@ class Crawler:
         crawl.resumed = counts.seen > 0
         self._record_start()
         try:
-            self.identity.load()
+            self.identity.load(resumed=crawl.resumed)
             resolver = self._resolver = GuardedResolver(self.guard, self.identity.proxy_hosts())
             async with open_session(self.config, resolver, self.identity.jar) as session:
                 self._session = session

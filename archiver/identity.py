@@ -68,8 +68,12 @@ class CrawlIdentity:
 
     # -- the jar ---------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """The jar saved by the previous run of this archive, then the cookies file on top of it."""
+    def load(self, resumed: bool = False) -> None:
+        """The jar saved by the previous run of this archive, then the cookies file on top of it.
+
+        A resumed run goes on with the saved jar alone: the site may have replaced the
+        file's cookies since (a session renewed), and the file may be gone.
+        """
         if not isinstance(self.jar, aiohttp.CookieJar):
             return
         if self.path.is_file():
@@ -77,7 +81,7 @@ class CrawlIdentity:
                 self.jar.load(self.path)
             except Exception as exc:  # a damaged jar loses the login, never the crawl
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
-        if self.config.cookies_file:
+        if self.config.cookies_file and not (resumed and self.path.is_file()):
             self.add(read_cookies_file(Path(self.config.cookies_file)))
         self.save()
 

@@ -462,6 +462,8 @@ async def test_kill_then_resume_goes_on_with_the_same_session(site: Site, tmp_pa
             response.set_cookie("visitor", issued[-1], path="/")
             return response
         sent.append((request.path, request.cookies.get("visitor")))
+        if request.cookies.get("login") != "ok":
+            return web.Response(status=403, text="log in first")
         if request.cookies.get("visitor") not in issued:
             return redirect(f"/welcome?next={request.path}")
         await asyncio.sleep(0.03)
@@ -471,6 +473,7 @@ async def test_kill_then_resume_goes_on_with_the_same_session(site: Site, tmp_pa
     for path in ("/", "/welcome", *(f"/p{i}" for i in range(60))):
         site.handler(path, handle)
     archive = tmp_path / "a"
+    jar = cookies_txt(tmp_path / "cookies.txt", "127.0.0.1\tFALSE\t/\tFALSE\t0\tlogin\tok")
     args = [
         "crawl",
         site.url("/"),
@@ -480,6 +483,8 @@ async def test_kill_then_resume_goes_on_with_the_same_session(site: Site, tmp_pa
         "sqlite",
         "--max-tasks",
         "1",
+        "--cookies",
+        str(jar),
         *FAST,
         *PLUGINS,
     ]
@@ -491,11 +496,13 @@ async def test_kill_then_resume_goes_on_with_the_same_session(site: Site, tmp_pa
     proc.send_signal(signal.SIGKILL)
     await proc.wait()
     assert len(sent) < 60, "the crawl ended before it was killed"
+    jar.unlink()  # the saved jar is enough to go on
     code, _, err = await run_cli("crawl", "--resume", str(archive), "-q")
     assert code == 0, err
     assert issued == ["visitor-0"]  # one visit, one session, across the kill
     assert {path for path, _ in sent} == {"/", *(f"/p{i}" for i in range(60))}
     assert {cookie for _, cookie in sent[1:]} == {"visitor-0"}
+    assert all(status == 200 for status in statuses(archive).values() if status != 302)
 
 
 # -- 7. proxies -------------------------------------------------------------------------------------

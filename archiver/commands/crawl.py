@@ -204,7 +204,7 @@ def crawl_command(
     from ..credentials import SiteCredentials
 
     SiteCredentials(config)  # a header, netrc entry or credential missing: said before anything is written
-    if config.cookies_file:
+    if config.cookies_file and (cookies_file or resume_archive is None):
         from ..cookies import read_cookies_file
 
         read_cookies_file(Path(config.cookies_file))
