@@ -94,6 +94,8 @@ class GuardedResolver(AbstractResolver):
         self.proxies = proxies
         """The proxies' hosts: given by the user, reached whatever their address."""
         self._inner = ThreadedResolver()
+        self._targets: dict[str, str | None] = {}
+        """`check_target`'s verdict per host (the guard's rule depends on the host only)."""
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -121,13 +123,18 @@ class GuardedResolver(AbstractResolver):
         host = URL(url).host or ""
         if not host or literal_address(host) is not None:
             return  # literal addresses are checked when the URL is found
-        try:
-            addresses = await self.addresses(host)
-        except OSError:
-            return
-        refused = [reason for a in addresses if (reason := self.guard.address_refusal(host, a))]
-        if addresses and len(refused) == len(addresses):
-            raise FetchError(url, f"address guard: {host} resolves to {refused[0]}", kind="refused")
+        if host not in self._targets:
+            try:
+                addresses = await self.addresses(host)
+            except OSError:
+                addresses = []
+            refused = [reason for a in addresses if (reason := self.guard.address_refusal(host, a))]
+            if len(self._targets) >= 10_000:
+                self._targets.clear()
+            self._targets[host] = refused[0] if addresses and len(refused) == len(addresses) else None
+        reason = self._targets[host]
+        if reason is not None:
+            raise FetchError(url, f"address guard: {host} resolves to {reason}", kind="refused")
 
     async def addresses(self, host: str) -> list[str]:
         """Every address `host` resolves to, unfiltered (to learn the roots' networks)."""
