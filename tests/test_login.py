@@ -222,6 +222,7 @@ async def test_cookies_file_opens_the_members_pages_and_the_logout_links_are_nev
     assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
     assert "/login" not in seen.paths()
     assert all(cookie_of(headers.get("Cookie"), "sid") == SID for _, headers in seen.requests)
+    assert not any("not-for-this-host" in (headers.get("Cookie") or "") for _, headers in seen.requests)
     assert "/logout" not in seen.paths() and not any(p.startswith("/account") for p in seen.paths())
     skipped = {r["url"]: r["reason"] for r in log_lines(archive) if r.get("outcome") == "skipped"}
     assert skipped[site.url("/logout")].startswith("logout: looks like a sign-out link")
@@ -230,21 +231,33 @@ async def test_cookies_file_opens_the_members_pages_and_the_logout_links_are_nev
     assert "logout" in out and "sign-out link" in out, out + err
 
 
-async def test_allow_logout_follows_the_sign_out_link(site: Site, tmp_path: Path) -> None:
+async def test_a_session_cookie_given_as_a_header(site: Site, tmp_path: Path) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    crawl = await warc_crawl(tmp_path, site.url("/"), headers=(f"Cookie: sid={SID}",))
+    assert fetched_ok(crawl.archive) == {site.url(path) for path in MEMBER_PAGES}
+    assert "/login" not in seen.paths() and "/logout" not in seen.paths()
+
+
+async def test_allow_logout_follows_the_sign_out_link_and_without_credentials_it_is_a_link(
+    site: Site, tmp_path: Path
+) -> None:
     seen = Seen()
     members_site(site, seen)
     jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
     crawl = await warc_crawl(tmp_path, site.url("/"), cookies_file=str(jar), allow_logout=True, max_tasks=1)
     assert "/logout" in seen.paths()
     assert crawl.stats["skipped_logout"] == 0
-
-
-async def test_without_credentials_a_logout_link_is_an_ordinary_link(site: Site, tmp_path: Path) -> None:
-    site.page("/", links=["/logout"])
-    site.page("/logout", "bye")
-    crawl = await warc_crawl(tmp_path, site.url("/"))
-    assert site.hits["/logout"] == 1
-    assert crawl.stats["skipped_logout"] == 0
+    # without cookies or credentials given there is nothing to lose: an ordinary link
+    other = Site()
+    await other.start()
+    try:
+        other.page("/", links=["/logout"])
+        other.page("/logout", "bye")
+        crawl = await warc_crawl(tmp_path / "plain", other.url("/"))
+        assert other.hits["/logout"] == 1 and crawl.stats["skipped_logout"] == 0
+    finally:
+        await other.close()
 
 
 @pytest.mark.parametrize(
