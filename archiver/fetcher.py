@@ -81,6 +81,12 @@ async def open_session(
         yield session
 
 
+def new_cookie_jar() -> aiohttp.CookieJar:
+    """A crawl's jar: RFC 6265's rules, cookies of hosts written as IP addresses taken as a
+    browser takes them, values sent as the server gave them (never re-quoted)."""
+    return aiohttp.CookieJar(unsafe=True, quote_cookie=False)
+
+
 class GuardedResolver(AbstractResolver):
     """aiohttp's threaded resolver minus the addresses the `AddressGuard` refuses.
 

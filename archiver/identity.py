@@ -20,15 +20,18 @@ from collections.abc import Iterable, Mapping
 from email.utils import formatdate
 from http.cookies import CookieError, Morsel, SimpleCookie
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
 from yarl import URL
 
 from .config import Config
 from .cookies import COOKIES_NAME, Cookie, read_cookies_file
 from .credentials import SiteCredentials
+from .fetcher import new_cookie_jar
+
+if TYPE_CHECKING:
+    from aiohttp import CookieJar
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +63,8 @@ class CrawlIdentity:
         self.config = config
         self.path = archive / COOKIES_NAME
         self.credentials = SiteCredentials(config)
-        self.jar: aiohttp.abc.AbstractCookieJar = (
-            aiohttp.CookieJar(unsafe=True, quote_cookie=False) if config.cookies else aiohttp.DummyCookieJar()
-        )
+        self.jar: CookieJar | None = new_cookie_jar() if config.cookies else None
+        """None with --no-cookies: the fetcher then keeps none."""
         self._save_handle: asyncio.TimerHandle | None = None
         self._proxies = urllib.request.getproxies_environment() if config.proxy == "env" else {}
 
@@ -74,7 +76,7 @@ class CrawlIdentity:
         A resumed run goes on with the saved jar alone: the site may have replaced the
         file's cookies since (a session renewed), and the file may be gone.
         """
-        if not isinstance(self.jar, aiohttp.CookieJar):
+        if self.jar is None:
             return
         if self.path.is_file():
             try:
@@ -86,6 +88,8 @@ class CrawlIdentity:
         self.save()
 
     def add(self, cookies: Iterable[Cookie]) -> None:
+        if self.jar is None:
+            return
         for cookie in cookies:
             scheme = "https" if cookie.secure else "http"
             try:
@@ -99,7 +103,7 @@ class CrawlIdentity:
         if self._save_handle is not None:
             self._save_handle.cancel()
             self._save_handle = None
-        if not isinstance(self.jar, aiohttp.CookieJar):
+        if self.jar is None:
             return
         partial = self.path.with_name(self.path.name + ".partial")
         try:
@@ -111,7 +115,7 @@ class CrawlIdentity:
 
     def seen(self, headers: Iterable[tuple[str, str]]) -> None:
         """A response came: when it set a cookie, save the jar soon."""
-        if self._save_handle is not None or not isinstance(self.jar, aiohttp.CookieJar):
+        if self._save_handle is not None or self.jar is None:
             return
         if any(name.lower() == "set-cookie" for name, _ in headers):
             self._save_handle = asyncio.get_running_loop().call_later(SAVE_DELAY, self.save)
@@ -148,7 +152,7 @@ class CrawlIdentity:
 
     def browser_cookies(self) -> list[dict[str, Any]]:
         """The jar's cookies as Playwright's `BrowserContext.add_cookies` takes them."""
-        if not isinstance(self.jar, aiohttp.CookieJar):
+        if self.jar is None:
             return []
         host_only = self.jar.host_only_cookies
         expirations: Mapping[tuple[str, str, str], float] = getattr(self.jar, "_expirations", {})
