@@ -66,6 +66,8 @@ class CrawlIdentity:
         self.jar: CookieJar | None = new_cookie_jar() if config.cookies else None
         """None with --no-cookies: the fetcher then keeps none."""
         self._save_handle: asyncio.TimerHandle | None = None
+        self._loaded = False
+        """Set once the saved jar was read: a run that failed before never overwrites it."""
         self._proxies = urllib.request.getproxies_environment() if config.proxy == "env" else {}
 
     # -- the jar ---------------------------------------------------------------------------
@@ -83,6 +85,7 @@ class CrawlIdentity:
                 self.jar.load(self.path)
             except Exception as exc:  # a damaged jar loses the login, never the crawl
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
+        self._loaded = True
         if self.config.cookies_file and not (resumed and self.path.is_file()):
             self.add(read_cookies_file(Path(self.config.cookies_file)))
         self.save()
@@ -103,7 +106,7 @@ class CrawlIdentity:
         if self._save_handle is not None:
             self._save_handle.cancel()
             self._save_handle = None
-        if self.jar is None:
+        if self.jar is None or not self._loaded:
             return
         partial = self.path.with_name(self.path.name + ".partial")
         try:
