@@ -27,6 +27,7 @@ from browser import chromium_path
 from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
+from archiver.cli import main
 from archiver.config import load_config
 from archiver.credentials import REDACTED
 from archiver.errors import ConfigError, FetchError
@@ -688,3 +689,20 @@ def payloads(archive: Path) -> Iterator[bytes]:
         with path.open("rb") as handle:
             for record in ArchiveIterator(handle):
                 yield record.content_stream().read()
+
+
+async def test_dry_run_reads_robots_txt_with_the_hosts_credentials(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def robots(request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != basic(LOGIN, PASSWORD):
+            return web.Response(status=401)
+        return web.Response(text="User-agent: *\nDisallow: /area/\n", content_type="text/plain")
+
+    site.handler("/robots.txt", robots)
+    monkeypatch.setenv("NETRC", str(tmp_path / "none"))
+    monkeypatch.setenv("ARCHIVER_LOGIN", LOGIN)
+    monkeypatch.setenv("ARCHIVER_PASSWORD", PASSWORD)
+    args = ["crawl", site.url("/area/"), "-o", str(tmp_path / "a"), "--auth", site.host, "--dry-run"]
+    assert await asyncio.to_thread(main, args) == 0
+    assert "robots.txt Disallow: /area/ (User-agent: *)" in capsys.readouterr().out
