@@ -128,7 +128,7 @@ def cookies_txt(path: Path, *lines: str) -> Path:
 # -- 1. the jar --------------------------------------------------------------------------------
 
 
-def cookie_wall(site: Site, seen: Seen, pages: int = 20) -> None:
+def cookie_wall(site: Site, seen: Seen, pages: int = 20, image: str = "") -> None:
     """A site that sends a visitor without its cookie to /welcome, which sets it and sends them back."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -141,6 +141,7 @@ def cookie_wall(site: Site, seen: Seen, pages: int = 20) -> None:
             return redirect(f"/welcome?next={request.path}")
         if request.path == "/":
             links = "".join(f'<a href="/p{i}">page {i}</a>' for i in range(pages))
+            links += f'<img src="{image}">' if image else ""
             return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
         return web.Response(text=f"<html><body>{request.path}</body></html>", content_type="text/html")
 
@@ -149,19 +150,31 @@ def cookie_wall(site: Site, seen: Seen, pages: int = 20) -> None:
 
 
 async def test_cookie_wall_every_page_archived_and_the_cookie_sent_is_recorded(
-    site: Site, tmp_path: Path
+    site: Site, other_site: Site, tmp_path: Path
 ) -> None:
-    seen = Seen()
-    cookie_wall(site, seen)
+    seen, elsewhere = Seen(), Seen()
+    cookie_wall(
+        site, seen, image=other_site.url("/logo.png").replace("127.0.0.1", "localhost")
+    )  # another host
+
+    async def logo(request: web.Request) -> web.StreamResponse:
+        elsewhere.add(request)
+        return web.Response(body=b"PNG", content_type="image/png", headers={"Set-Cookie": "cdn=1"})
+
+    other_site.handler("/logo.png", logo)
     crawl = await warc_crawl(tmp_path, site.url("/"))
     wanted = {site.url("/"), *(site.url(f"/p{i}") for i in range(20))}
-    assert fetched_ok(crawl.archive) == wanted
+    assert (
+        fetched_ok(crawl.archive) - {other_site.url("/logo.png").replace("127.0.0.1", "localhost")} == wanted
+    )
     records = request_records(crawl.archive)
     for url in wanted:
         path = url.split(site.host, 1)[1]
         sent = seen.header(path, "Cookie")[-1]
         assert sent == "visited=yes"
         assert records[url][-1]["Cookie"] == sent  # what was sent is what the WARC holds
+    assert elsewhere.header("/logo.png", "Cookie") == [None]  # another host: not its cookie
+    assert all(cookie_of(h.get("Cookie"), "cdn") is None for _, h in seen.requests)
     saved = json.loads((crawl.archive / "cookies.json").read_text())
     assert "visited" in json.dumps(saved)
     assert (crawl.archive / "cookies.json").stat().st_mode & 0o077 == 0
