@@ -13,6 +13,7 @@ import collections
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from aiohttp import web
@@ -194,6 +196,13 @@ def members_site(site: Site, seen: Seen) -> None:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         seen.add(request)
+        if request.path == "/login" and request.method == "POST":
+            form = await request.post()
+            if (form.get("user"), form.get("password")) != (LOGIN, PASSWORD):
+                return web.Response(status=403, text="wrong password")
+            response = redirect("/")
+            response.set_cookie("sid", SID, path="/", httponly=True)
+            return response
         if request.path == "/login":
             return web.Response(text="<form method=post>log in</form>", content_type="text/html")
         if request.cookies.get("sid") != SID:
@@ -240,6 +249,34 @@ async def test_cookies_file_opens_the_members_pages_and_the_logout_links_are_nev
     assert skipped[site.url("/account?action=sign-out")].startswith("logout:")
     code, out, err = await run_cli("why", str(archive), site.url("/logout"))
     assert "logout" in out and "sign-out link" in out, out + err
+
+
+def curl_path() -> str:
+    path = shutil.which("curl")
+    if path is None:
+        message = "curl is not installed (apt-get install curl)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+async def test_log_in_once_with_curl_then_crawl_with_its_cookies_txt(site: Site, tmp_path: Path) -> None:
+    """The README's way: post the login form once with curl -c, crawl with the file it wrote."""
+    seen = Seen()
+    members_site(site, seen)
+    form = tmp_path / "login-form.txt"
+    form.write_text(urlencode({"user": LOGIN, "password": PASSWORD}))
+    jar = tmp_path / "cookies.txt"
+    curl = await asyncio.create_subprocess_exec(
+        curl_path(), "-s", "-o", os.devnull, "-c", str(jar), "-d", f"@{form}", site.url("/login")
+    )
+    assert await asyncio.wait_for(curl.wait(), 30) == 0
+    assert "#HttpOnly_127.0.0.1" in jar.read_text()  # curl's own format, prefix and all
+    crawl = await warc_crawl(tmp_path, site.url("/"), cookies_file=str(jar))
+    assert fetched_ok(crawl.archive) == {site.url(path) for path in MEMBER_PAGES}
+    assert seen.paths().count("/login") == 1  # curl's post only
+    assert "/logout" not in seen.paths()
 
 
 async def test_a_session_cookie_given_as_a_header(site: Site, tmp_path: Path) -> None:
