@@ -62,8 +62,8 @@ def logged_in(config: Config) -> bool:
 def looks_like_logout(url: str) -> bool:
     """Whether `url` reads like a sign-out link (logout, log-out, signoff, ... in path or query)."""
     parts = urlsplit(url)
-    parts_ = (parts.path, parts.query)
-    return any(pattern.search(part) for pattern in (_LOGOUT, _LOGOUT_CAMEL) for part in parts_)
+    pieces = (parts.path, parts.query)
+    return any(pattern.search(piece) for pattern in (_LOGOUT, _LOGOUT_CAMEL) for piece in pieces)
 
 
 def logout_refusal(url: str, config: Config) -> str | None:

@@ -85,7 +85,10 @@ def hosts_tables(tables: Any, source: str) -> dict[str, dict[str, Any]]:
             raise ConfigError(f"{source}: [{where}] {problem}")
         if not isinstance(table, Mapping):
             raise ConfigError(f"{source}: [{where}] must be a table")
-        settings = parse_settings(where, HostSettings, table, where=f"[{where}]")
+        try:
+            settings = parse_settings(where, HostSettings, table, where=f"[{where}]")
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         problem = headers_problem(settings.headers)
         if problem:
             raise ConfigError(f"{source}: [{where}] headers: {problem}")
