@@ -11,6 +11,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv python3-pip)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v wget >/dev/null 2>&1 || need_apt+=(wget)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2

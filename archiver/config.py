@@ -20,6 +20,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError
+from .hosts import auth_hosts_problem, headers_problem, hosts_tables, proxy_problem
 from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
 from .units import parse_duration, parse_size
 
@@ -89,10 +90,26 @@ class Config:
     adaptive_throttle: bool = False
     allow_private_redirects: bool = False
 
+    # [session]
+    cookies: bool = True
+    """A cookie jar per crawl, kept in the archive (ARCHIVE/cookies.json); false sends no cookie."""
+    cookies_file: str = ""
+    """A Netscape cookies.txt loaded into the jar at the start of each run."""
+    headers: tuple[str, ...] = setting((), check=headers_problem)
+    """'Name: value' lines sent to the roots' hosts."""
+    auth: tuple[str, ...] = setting((), check=auth_hosts_problem)
+    """Hosts (host or host:port) given HTTP Basic credentials from ~/.netrc or the environment."""
+    allow_logout: bool = False
+    redact_credentials: bool = False
+    proxy: str = setting("", check=proxy_problem)
+    """'' (none), 'env' (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) or the proxy's http:// URL."""
+
     # [plugins]
     enable: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     plugins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    hosts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The `[hosts."NAME"]` tables: headers and credentials of one host (`credentials.HostSettings`)."""
     _settings: dict[tuple[str, type], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -125,10 +142,18 @@ class Config:
         plugins = tables.setdefault("plugins", {})
         for name, table in self.plugins.items():
             plugins[name] = dict(table)
+        if self.hosts:
+            tables["hosts"] = {name: dict(table) for name, table in self.hosts.items()}
         return tables
 
 
-_TABLE_STARTS = {"roots": "crawl", "timeout": "limits", "robots": "politeness", "enable": "plugins"}
+_TABLE_STARTS = {
+    "roots": "crawl",
+    "timeout": "limits",
+    "robots": "politeness",
+    "cookies": "session",
+    "enable": "plugins",
+}
 """The first option of each TOML table; the fields of `Config` after it, up to the next one, are its keys."""
 
 
@@ -136,7 +161,7 @@ def _sections() -> dict[str, tuple[str, ...]]:
     sections: dict[str, list[str]] = {}
     table = ""
     for option in dataclasses.fields(Config):
-        if option.init and option.name != "plugins":
+        if option.init and option.name not in ("plugins", "hosts"):
             table = _TABLE_STARTS.get(option.name, table)
             sections.setdefault(table, []).append(option.name)
     return {table: tuple(names) for table, names in sections.items()}
@@ -238,6 +263,9 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
     values: dict[str, Any] = {}
     plugin_tables: dict[str, dict[str, Any]] = {}
     for section, table in current_tables(tables, source).items():
+        if section == "hosts":
+            values["hosts"] = hosts_tables(table, source)
+            continue
         if section not in SECTIONS:
             home = _home_of(section)
             if home:
@@ -283,6 +311,9 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
             for name, table in value.items():
                 merged.setdefault(name, {}).update(table)
             values["plugins"] = merged
+            continue
+        if key == "hosts":
+            values["hosts"] = {**values.get("hosts", {}), **hosts_tables(value, "command line")}
             continue
         if key not in _FIELDS:
             raise ConfigError(f"unknown setting {key!r}{_closest(key, _FIELDS)}")

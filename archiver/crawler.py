@@ -9,6 +9,7 @@ shared, every exchange goes to the hooks, and stopping is graceful.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import logging
@@ -36,6 +37,7 @@ from .fetcher import (
 )
 from .frontier import Frontier, Item
 from .guard import AddressGuard
+from .identity import CrawlIdentity
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
@@ -79,6 +81,8 @@ class Crawler:
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
         self.crawl.crawl_log = self.log
+        self.identity = CrawlIdentity(config, archive)
+        self.crawl.identity = self.identity
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -134,8 +138,9 @@ class Crawler:
         limits = asyncio.create_task(self._watch_limits(started), name="archiver-limits")
         inbox = asyncio.create_task(self._watch_control(control.Inbox(self.archive)), name="archiver-control")
         try:
-            resolver = GuardedResolver(self.guard)
-            async with open_session(self.config, resolver) as session:
+            self.identity.load(resumed=crawl.resumed)
+            resolver = self._resolver = GuardedResolver(self.guard, self.identity.proxy_hosts())
+            async with open_session(self.config, resolver, self.identity.jar) as session:
                 self._session = session
                 await self.guard.learn_roots(resolver.addresses)
                 self.robots = self._make_robots()
@@ -158,6 +163,7 @@ class Crawler:
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
             crawl.pending_at_end = waiting
             finish_started = time.monotonic()
+            self.identity.save()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
@@ -439,11 +445,10 @@ class Crawler:
     async def _fetch_with_retries(self, item: Item) -> Outcome:
         error: FetchError | None = None
         for attempt in range(1, self.config.max_tries + 1):
-            headers = default_headers(self.config)
-            self.hooks.prepare_request(item.url, headers, self.crawl)
+            headers = self._headers(item.url)
             try:
                 async with self.limiter.slot(item.url):
-                    page = await fetch(self._session, item, headers, self.config)
+                    page = await self._fetch(item, headers, self.config)
                 self.limiter.observe(item.url, page.elapsed, page.status)
                 if not self._retry_later(page, attempt):
                     return Outcome(page, None, attempt)
@@ -458,6 +463,24 @@ class Crawler:
                 backoff = self.config.retry_backoff * 2 ** (attempt - 1)
                 await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
         return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
+
+    def _headers(self, url: str) -> dict[str, str]:
+        """The headers of a request to `url`: the defaults, the host's own (credentials), the plugins'."""
+        headers = default_headers(self.config)
+        headers.update(self.identity.headers_for(url))
+        self.hooks.prepare_request(url, headers, self.crawl)
+        return headers
+
+    async def _fetch(self, item: Item, headers: dict[str, str], config: Config) -> Page:
+        """One exchange through the crawl's jar and proxy; its request headers as the archive keeps them."""
+        proxy = self.identity.proxy_for(item.url)
+        if proxy is not None:
+            await self._resolver.check_target(item.url)
+        page = await fetch(self._session, item, headers, config, proxy)
+        self.identity.seen(page.headers)
+        if self.config.redact_credentials:
+            page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))
+        return page
 
     def _retry_later(self, page: Page, attempt: int) -> bool:
         """True when the server asked to come back (429/503) or cut the body, and tries remain.
@@ -487,9 +510,7 @@ class Crawler:
         config = self.config.replace(max_body_size=min(self.config.max_body_size, ROBOTS_MAX_SIZE + 1))
 
         async def fetch_one(url: str) -> Page:
-            headers = default_headers(self.config)
-            self.hooks.prepare_request(url, headers, self.crawl)
-            return await fetch(self._session, Item(url, 0, 0, None, LinkKind.REQUISITE), headers, config)
+            return await self._fetch(Item(url, 0, 0, None, LinkKind.REQUISITE), self._headers(url), config)
 
         async def on_fetched(page: Page) -> None:
             # robots.txt is archived like a page, and its links (Sitemap: lines) are followed.
@@ -643,7 +664,24 @@ class Crawler:
         if _is_root(item) and not self.scope.host_allows(target):
             self.scope.add_site(target)
         next_item = Item(target, item.depth, item.redirects_left - 1, item.url, item.kind)
+        if self._redirected_back(item, page, target):
+            # A cookie wall or a login hand-off: the URL that sent us here answered with a
+            # redirect, and may now answer with its page, the cookie set on the way.
+            self.crawl.stats["redirects_back"] += 1
+            await self._process(next_item)
+            return 0
         return await self._add([next_item], coalesce=True)
+
+    def _redirected_back(self, item: Item, page: Page, target: str) -> bool:
+        """Whether `page` set a cookie and sends the crawl back to the URL whose redirect led to it."""
+        return (
+            self.config.cookies
+            and page.header("Set-Cookie") is not None
+            and item.referrer is not None
+            and item.redirects_left < self.config.max_redirect
+            and canonical_key(target) == canonical_key(item.referrer)
+            and self._refusal(Item(target, item.depth, 0, item.url, item.kind)) is None
+        )
 
     async def _add_links(self, links: Iterable[Link], item: Item, referrer: str) -> int:
         if item.kind is not LinkKind.PAGE:

@@ -30,7 +30,7 @@ from .config import Config
 from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
-from .guard import AddressGuard, AddressRefused
+from .guard import AddressGuard, AddressRefused, literal_address
 from .model import Headers, Page, find_header, parse_content_type
 from .urls import wire_url
 
@@ -48,9 +48,11 @@ RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
 
 @asynccontextmanager
 async def open_session(
-    config: Config, resolver: AbstractResolver | None = None
+    config: Config,
+    resolver: AbstractResolver | None = None,
+    cookie_jar: aiohttp.abc.AbstractCookieJar | None = None,
 ) -> AsyncIterator[aiohttp.ClientSession]:
-    """One pooled session per crawl, created inside the running loop."""
+    """One pooled session per crawl, created inside the running loop; no cookies without `cookie_jar`."""
     connector = _PeerRecordingConnector(
         resolver=resolver,
         limit=max(config.max_tasks, 1),
@@ -74,9 +76,15 @@ async def open_session(
         max_headers=256,
         requote_redirect_url=False,
         headers={"User-Agent": config.user_agent},
-        cookie_jar=aiohttp.DummyCookieJar(),
+        cookie_jar=cookie_jar if cookie_jar is not None else aiohttp.DummyCookieJar(),
     ) as session:
         yield session
+
+
+def new_cookie_jar() -> aiohttp.CookieJar:
+    """A crawl's jar: RFC 6265's rules, cookies of hosts written as IP addresses taken as a
+    browser takes them, values sent as the server gave them (never re-quoted)."""
+    return aiohttp.CookieJar(unsafe=True, quote_cookie=False)
 
 
 class GuardedResolver(AbstractResolver):
@@ -87,14 +95,20 @@ class GuardedResolver(AbstractResolver):
     let a refused address through.
     """
 
-    def __init__(self, guard: AddressGuard) -> None:
+    def __init__(self, guard: AddressGuard, proxies: frozenset[str] = frozenset()) -> None:
         self.guard = guard
+        self.proxies = proxies
+        """The proxies' hosts: given by the user, reached whatever their address."""
         self._inner = ThreadedResolver()
+        self._targets: dict[str, str | None] = {}
+        """`check_target`'s verdict per host (the guard's rule depends on the host only)."""
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
+        if host in self.proxies:
+            return results
         kept: list[ResolveResult] = []
         refused: list[str] = []
         for result in results:
@@ -106,6 +120,27 @@ class GuardedResolver(AbstractResolver):
         if not kept and refused:
             raise AddressRefused(f"{host} resolves to {refused[0]}")
         return kept
+
+    async def check_target(self, url: str) -> None:
+        """Apply the guard to a host reached through a proxy, which resolves it instead of us.
+
+        A name that does not resolve here is left to the proxy (an intranet behind it).
+        """
+        host = URL(url).host or ""
+        if not host or literal_address(host) is not None:
+            return  # literal addresses are checked when the URL is found
+        if host not in self._targets:
+            try:
+                addresses = await self.addresses(host)
+            except OSError:
+                addresses = []
+            refused = [reason for a in addresses if (reason := self.guard.address_refusal(host, a))]
+            if len(self._targets) >= 10_000:
+                self._targets.clear()
+            self._targets[host] = refused[0] if addresses and len(refused) == len(addresses) else None
+        reason = self._targets[host]
+        if reason is not None:
+            raise FetchError(url, f"address guard: {host} resolves to {reason}", kind="refused")
 
     async def addresses(self, host: str) -> list[str]:
         """Every address `host` resolves to, unfiltered (to learn the roots' networks)."""
@@ -211,8 +246,13 @@ async def fetch(
     item: Item,
     headers: Mapping[str, str],
     config: Config,
+    proxy: str | None = None,
 ) -> Page:
-    """GET `item.url` once, without following redirects; raise FetchError when no response came."""
+    """GET `item.url` once, without following redirects; raise FetchError when no response came.
+
+    Through a `proxy`, the page still records the target's URL and the request's own
+    headers, not the proxy's address or credentials.
+    """
     target = wire_url(item.url)
     fetched_at = datetime.now(UTC)
     started = time.monotonic()
@@ -224,6 +264,7 @@ async def fetch(
                 headers=dict(headers),
                 allow_redirects=False,
                 compress=None,
+                proxy=proxy,
             ) as response:
                 peer = _peer.get()
                 body, truncated = await _read_body(response, config, started)
@@ -235,7 +276,8 @@ async def fetch(
                 if response.version is not None:
                     version = f"HTTP/{response.version.major}.{response.version.minor}"
                 response_headers = _decode_headers(response.raw_headers)
-                request_headers = tuple((k, v) for k, v in response.request_info.headers.items())
+                sent = response.request_info.headers.items()
+                request_headers = tuple((k, v) for k, v in sent if k.lower() != "proxy-authorization")
                 location = response.headers.get("Location") if 300 <= status < 400 else None
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
         raise FetchError(item.url, _describe(exc), kind=_failure_kind(exc)) from exc
@@ -258,7 +300,7 @@ async def fetch(
         encoding_source=source,
         fetched_at=fetched_at,
         elapsed=elapsed,
-        peer=peer,
+        peer=None if proxy else peer,
         depth=item.depth,
         referrer=item.referrer,
         redirect_to=redirect_to,

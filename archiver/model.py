@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
@@ -195,6 +195,18 @@ class LogWriter(Protocol):
     def write(self, record: dict[str, Any]) -> None: ...
 
 
+class SharedIdentity(Protocol):
+    """The crawl's cookie jar as the browser plugin shares it (`identity.CrawlIdentity`)."""
+
+    def browser_cookies(self) -> list[dict[str, Any]]:
+        """Every cookie of the jar, as Playwright's `add_cookies` takes them."""
+        ...
+
+    def take_browser_cookies(self, cookies: Iterable[Mapping[str, Any]]) -> None:
+        """Cookies a page holds (Playwright's `BrowserContext.cookies()`) back into the jar."""
+        ...
+
+
 @dataclass
 class Crawl:
     """One run of the crawler, as plugins see it: its configuration, clock and counters.
@@ -236,3 +248,5 @@ class Crawl:
     """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
     crawl_log: LogWriter | None = None
     """The crawl log, where a plugin may add lines of its own (the browser's renderings)."""
+    identity: SharedIdentity | None = None
+    """The crawl's cookie jar, for a plugin that makes requests of its own (the browser's pages)."""

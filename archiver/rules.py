@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .credentials import logged_in, logout_refusal
 from .model import LinkKind
 from .traps import TrapDetector
 from .urls import Scope, clean_url
@@ -83,6 +84,7 @@ class Rules:
             Rule("host", QUEUE, self.host, f"same site as a root ({mode})"),
             Rule("requisites", QUEUE, self.requisites, "a page, or requisites are on"),
             Rule("patterns", QUEUE, self.patterns, patterns),
+            Rule("logout", QUEUE, self.logout, logout_admits(config)),
             Rule("address", QUEUE, self.address, "no literal private address (names checked when resolved)"),
             Rule(
                 "traps",
@@ -141,6 +143,9 @@ class Rules:
     def patterns(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         return self.scope.pattern_verdict(url)
 
+    def logout(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
+        return logout_refusal(url, self.config)
+
     def address(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         refused = self.guard.url_refusal(url)
         return None if refused is None else f"address guard: {refused}"
@@ -154,6 +159,14 @@ class Rules:
     def robots(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         """robots.txt as saved by the crawl; the crawler asks its `RobotsCache` when it fetches."""
         return None if self._robots is None else self._robots(url)
+
+
+def logout_admits(config: Config) -> str:
+    if config.allow_logout:
+        return "sign-out links are followed (--allow-logout)"
+    if not logged_in(config):
+        return "no sign-out link refused: the crawl has no cookies or credentials to lose"
+    return "not a sign-out link (logout, signout, log_out, ... in path or query)"
 
 
 def robots_refusal(allowed: bool, reason: str | None) -> str | None:

@@ -68,12 +68,14 @@ def constraint_of(field: dataclasses.Field[Any]) -> Constraint:
     return found if isinstance(found, Constraint) else Constraint()
 
 
-def parse_settings(name: str, cls: type[SettingsT], table: Mapping[str, Any]) -> SettingsT:
-    """`table`, the ``[plugins.NAME]`` table, checked against the dataclass `cls`.
+def parse_settings(
+    name: str, cls: type[SettingsT], table: Mapping[str, Any], *, where: str | None = None
+) -> SettingsT:
+    """`table`, the ``[plugins.NAME]`` table (or the one `where` names), checked against the dataclass `cls`.
 
     Raises ConfigError ``[plugins.NAME] key: why`` for the first bad key or value.
     """
-    where = f"[plugins.{name}]"
+    where = where or f"[plugins.{name}]"
     fields = {field.name: field for field in dataclasses.fields(cls) if field.init}
     types = typing.get_type_hints(cls)
     values: dict[str, Any] = {}

@@ -190,15 +190,18 @@ async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]
     """Fetch the robots.txt of each URL's origin now (for `--dry-run`), archiving nothing."""
     from .fetcher import default_headers, fetch, open_session
     from .frontier import Item
+    from .identity import CrawlIdentity
     from .politeness import HostLimiter
     from .robots import RobotsCache
 
     limiter = HostLimiter(config.replace(delay=0.0))
+    identity = CrawlIdentity(config, Path(config.output))  # headers, credentials, proxy; no jar read
     async with open_session(config) as session:
 
         async def fetch_one(url: str) -> Page:
             item = Item(url, 0, 0, None, LinkKind.REQUISITE)
-            return await fetch(session, item, default_headers(config), config)
+            headers = {**default_headers(config), **dict(identity.headers_for(url))}
+            return await fetch(session, item, headers, config, identity.proxy_for(url))
 
         async def ignore(page: Page) -> None:
             return None

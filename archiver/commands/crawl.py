@@ -101,6 +101,51 @@ log = logging.getLogger("archiver")
     is_flag=True,
     help="Fetch only robots.txt; say for each root which rules admit it, and write nothing.",
 )
+@click.option(
+    "--cookies",
+    "cookies_file",
+    metavar="FILE",
+    help="Load a Netscape cookies.txt (exported from a browser) into the crawl's cookie jar.",
+)
+@click.option(
+    "--no-cookies",
+    "no_cookies",
+    is_flag=True,
+    default=None,
+    help="Keep no cookies: every request goes without (by default a jar per crawl, kept in ARCHIVE).",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="Send this header to the roots' hosts (repeatable).",
+)
+@click.option(
+    "--auth",
+    "auth",
+    multiple=True,
+    metavar="HOST",
+    help="HTTP Basic login for HOST (as the URL writes it, with its port) from ~/.netrc's"
+    " `machine HOST`, else ARCHIVER_LOGIN and ARCHIVER_PASSWORD (repeatable).",
+)
+@click.option(
+    "--allow-logout",
+    is_flag=True,
+    default=None,
+    help="Follow sign-out links even when cookies or credentials are given.",
+)
+@click.option(
+    "--redact-credentials",
+    is_flag=True,
+    default=None,
+    help="Store Cookie, Authorization and --header values as [redacted] in the WARC request records.",
+)
+@click.option(
+    "--proxy",
+    metavar="URL|env",
+    help="Send every request through this http:// proxy; 'env' uses HTTP_PROXY, HTTPS_PROXY, NO_PROXY.",
+)
 @plugin_options
 @output_options
 def crawl_command(
@@ -113,6 +158,8 @@ def crawl_command(
     quiet: bool,
     as_json: bool,
     ignore_robots: bool | None,
+    no_cookies: bool | None,
+    cookies_file: str | None,
     **options: Any,
 ) -> None:
     """Crawl the site(s) at URLS into the archive folder ARCHIVE.
@@ -141,6 +188,12 @@ def crawl_command(
         overrides["output"] = output
     if ignore_robots:
         overrides["robots"] = False
+    if no_cookies:
+        overrides["cookies"] = False
+    if cookies_file:
+        if no_cookies:
+            raise click.UsageError("give --cookies FILE or --no-cookies, not both")
+        overrides["cookies_file"] = str(Path(cookies_file).expanduser().resolve())
     plugin_settings = click.get_current_context().meta.get(PLUGIN_SETTINGS)
     if plugin_settings:
         overrides["plugins"] = plugin_settings
@@ -163,6 +216,13 @@ def crawl_command(
     for root in config.roots:
         if clean_url(root) is None:
             raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
+    from ..credentials import SiteCredentials
+
+    SiteCredentials(config)  # a header, netrc entry or credential missing: said before anything is written
+    if config.cookies_file and (cookies_file or resume_archive is None):
+        from ..cookies import read_cookies_file
+
+        read_cookies_file(Path(config.cookies_file))
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
     if dry:

@@ -87,7 +87,7 @@ class BrowserCapture:
         async def resolve(url: str) -> Answer:
             return await self._resolve(url, fetch, crawl)
 
-        session = PageSession(page.url, answer_of(page), resolve, self.settings)
+        session = PageSession(page.url, answer_of(page), resolve, self.settings, crawl.identity)
         try:
             browser = await self.browser.get()
         except Exception as exc:

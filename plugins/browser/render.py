@@ -1,7 +1,9 @@
 """Loading one page in headless Chromium, every request answered by the crawl.
 
-The page gets a browser context of its own (no cookies or storage shared, a crash stays
-in one tab).  Every request it makes is intercepted and answered with `route.fulfill`
+The page gets a browser context of its own (no storage shared, a crash stays in one
+tab), started with the crawl's cookies so that its scripts see the login the crawl has;
+the cookies its scripts set go back to the crawl's jar before each request the page
+makes, and when it is done.  Every request it makes is intercepted and answered with `route.fulfill`
 from `Resolver.answer`, which asks the crawl (politeness, limits, address guard, WARC
 records) or the cache; nothing reaches the network from Chromium itself, and a proxy
 that goes nowhere catches whatever interception would not see.  Then: wait for the
@@ -20,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urldefrag
+
+from archiver.model import SharedIdentity
 
 from .cache import Answer
 from .settings import BrowserSettings
@@ -183,8 +187,17 @@ class Browser:
 class PageSession:
     """One page in its own context; `run` never raises for what the page does."""
 
-    def __init__(self, url: str, main: Answer, resolve: Resolve, settings: BrowserSettings) -> None:
+    def __init__(
+        self,
+        url: str,
+        main: Answer,
+        resolve: Resolve,
+        settings: BrowserSettings,
+        identity: SharedIdentity | None = None,
+    ) -> None:
         self.url = url
+        self.identity = identity
+        self._context: Any = None
         self.main = main
         self.resolve = resolve
         self.settings = settings
@@ -205,9 +218,12 @@ class PageSession:
         except Exception as exc:  # Chromium died or hangs: the next page starts a new one
             self.note(f"no browser context: {_describe(exc, False)}")
             return self.result
+        self._context = context
         try:
             async with asyncio.timeout(self.settings.page_timeout):
+                await self._share_cookies(context)
                 await self._load(context)
+                await self._take_cookies()
         except TimeoutError:
             self.note(f"page not done after page_timeout = {self.settings.page_timeout:g} s")
         except Exception as exc:  # a Playwright error: the tab crashed, the page closed itself, ...
@@ -220,6 +236,23 @@ class PageSession:
                     await context.close()
             self.result.elapsed = time.monotonic() - started
         return self.result
+
+    async def _share_cookies(self, context: Any) -> None:
+        if self.identity is None:
+            return
+        cookies = self.identity.browser_cookies()
+        if cookies:
+            try:
+                await context.add_cookies(cookies)
+            except Exception as exc:  # one cookie Chromium will not take: the page goes without
+                self.note(f"the crawl's cookies not given to the page: {str(exc).splitlines()[0][:200]}")
+
+    async def _take_cookies(self) -> None:
+        """The cookies the page holds now (its scripts may have set some) into the crawl's jar."""
+        if self.identity is None or self._context is None:
+            return
+        with contextlib.suppress(Exception):  # the context is closing: nothing new to take
+            self.identity.take_browser_cookies(await self._context.cookies())
 
     def note(self, text: str) -> None:
         if text not in self.result.notes and len(self.result.notes) < 20:
@@ -302,6 +335,7 @@ class PageSession:
                 return
             else:
                 self.result.requests += 1
+                await self._take_cookies()
                 task = asyncio.ensure_future(self.resolve(url))
                 self._fetches.add(task)
                 try:

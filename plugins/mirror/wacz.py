@@ -37,6 +37,8 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from archiver import __version__
+from archiver.archive import CONFIG_NAME, saved_config
+from archiver.credentials import unredacted_secrets
 from archiver.decode import choose_encoding
 from archiver.errors import ArchiveError
 
@@ -211,6 +213,12 @@ def export_wacz(archive: FsPath, output: FsPath, options: ExportOptions) -> Expo
     warcs, warnings = open_warcs(archive)
     check_output(output, "wacz")
     result = ExportResult(archive, output, "wacz", warnings=warnings)
+    secrets = unredacted_secrets(saved_config(archive)) if (archive / CONFIG_NAME).is_file() else None
+    if secrets:
+        result.warnings.append(
+            f"{archive} was crawled with {secrets}: its request records hold them, and so does"
+            " this WACZ (crawl with --redact-credentials to store placeholders)"
+        )
     plan = build_plan(warcs, options.timestamp)
     result.errors.extend(plan.errors)
     by_file: dict[str, list[Capture]] = {}
