@@ -23,6 +23,8 @@ SAMPLE = 50_000
 """Queued URLs read at most: `status` answers within a second on any queue."""
 LOG_TAIL = 4 << 20
 """Bytes of the crawl log's end read for the trap detector's findings."""
+DOMINANT_COUNT, DOMINANT_SHARE = 10, 0.1
+"""A pattern is shown when it has at least this many of its host's queued URLs, and this share."""
 _DIGITS = re.compile(r"\d+")
 _OPAQUE = re.compile(r"[0-9A-Za-z_-]{16,}")
 _REPEATS = re.compile(r"repeats \d+ times")
@@ -99,7 +101,11 @@ def queue_view(urls: Iterable[str], hosts: int = 5, patterns: int = 3) -> QueueV
         read += 1
     found = []
     for host, queued in per_host.most_common(hosts):
-        top = [Pattern(text, n, regex) for (text, regex), n in shapes[host].most_common(patterns) if n > 1]
+        top = [
+            Pattern(text, n, regex)
+            for (text, regex), n in shapes[host].most_common(patterns)
+            if n >= DOMINANT_COUNT and n >= DOMINANT_SHARE * queued
+        ]
         found.append(HostQueue(host, queued, top))
     return QueueView(read, found, len(per_host))
 
