@@ -18,11 +18,12 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_proto import ResponseHandler
 from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
@@ -186,13 +187,76 @@ async def _read_body(
 
 _peer: ContextVar[str | None] = ContextVar("archiver_peer", default=None)
 
+QUIET_BEFORE_REUSE = 1.0
+"""Seconds a kept-alive connection must stay silent in the pool before it carries another request.
+
+HTTP/1.1 cannot tell late bytes of the previous answer from the start of the next one, so a
+connection is reused only once the server had time to show it sends nothing unasked."""
+
+_BODILESS_STATUSES = frozenset({204, 304})
+
+
+class _StrictResponseHandler(ResponseHandler):
+    """aiohttp's protocol, made to drop its connection when bytes come that no request asked for.
+
+    aiohttp parses whatever arrives on a pooled connection as the next response and hands it
+    to the next request sent there: a server writing after a 204, a 304 or past its
+    Content-Length would have its late bytes archived as the answer to another URL.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.idle_since: float | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle_since is not None and data:
+            log.debug("bytes nobody asked for on a kept-alive connection: closing it")
+            self.force_close()
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        super().data_received(data)
+
+    def feed_data(self, data: Any, size: int = 0) -> None:
+        message = data[0]
+        framed = (
+            message.headers.get("Content-Length", "0").strip() != "0"
+            or "Transfer-Encoding" in message.headers
+        )
+        if message.code in _BODILESS_STATUSES and framed:
+            # A body announced where HTTP allows none: where this answer ends is a guess.
+            self.force_close()
+        super().feed_data(data, size)
+
 
 class _PeerRecordingConnector(aiohttp.TCPConnector):
-    """Notes the remote address of each connection handed out (WARC-IP-Address).
+    """Notes the remote address of each connection handed out (WARC-IP-Address), and keeps
+    a connection out of use while anything unasked may still arrive on it.
 
     A small response is read and its connection released before the caller sees it, so
     the address is taken here, in the requesting task's context, instead.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._factory = cast(
+            "functools.partial[ResponseHandler]", functools.partial(_StrictResponseHandler, loop=self._loop)
+        )
+
+    def _release(self, key: Any, protocol: ResponseHandler, *, should_close: bool = False) -> None:
+        if isinstance(protocol, _StrictResponseHandler):
+            protocol.idle_since = time.monotonic()
+        super()._release(key, protocol, should_close=should_close)
+
+    async def _get(self, key: Any, traces: list[Any]) -> Any:
+        oldest = next((proto for proto, _ in self._conns.get(key, ()) if proto.is_connected()), None)
+        idle_since = getattr(oldest, "idle_since", None)
+        if idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE:
+            return None  # the oldest open one is not quiet yet: a new connection instead
+        connection = await super()._get(key, traces)
+        if connection is not None and isinstance(connection.protocol, _StrictResponseHandler):
+            connection.protocol.idle_since = None
+        return connection
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109
         connection = await super().connect(req, traces, timeout)
