@@ -276,7 +276,31 @@ async def fetch(
     headers: Mapping[str, str],
     config: Config,
 ) -> Page:
-    """GET `item.url` once, without following redirects; raise FetchError when no response came."""
+    """GET `item.url` once, without following redirects; raise FetchError when no response came.
+
+    A conditional request (``crawl --update``) whose answer cannot be read, such as a 304
+    carrying a body, is asked again without its validators: the URL is then fetched in
+    full instead of failing on every update.
+    """
+    try:
+        return await _fetch_once(session, item, headers, config)
+    except FetchError as exc:
+        conditional = {name.lower() for name in VALIDATORS} & {name.lower() for name in headers}
+        if exc.kind != "protocol" or not conditional:
+            raise
+        log.warning(
+            "%s: the answer to a conditional request is unreadable (%s): asked again in full", item.url, exc
+        )
+    unconditional = {name: value for name, value in headers.items() if name.lower() not in conditional}
+    return await _fetch_once(session, item, unconditional, config)
+
+
+async def _fetch_once(
+    session: aiohttp.ClientSession,
+    item: Item,
+    headers: Mapping[str, str],
+    config: Config,
+) -> Page:
     target = wire_url(item.url)
     fetched_at = datetime.now(UTC)
     started = time.monotonic()
@@ -376,7 +400,7 @@ async def compare_with_stored(page: Page, item: Item, hooks: Hooks, crawl: Crawl
     nowhere, since inventing its links would archive a site that is not there.
     """
     if page.status != 304:
-        if hooks.same_as_stored(page, crawl):
+        if await hooks.same_as_stored(page, crawl):
             return dataclasses.replace(page, unchanged=True), None
         return page, None
     if not sent_validator(page):

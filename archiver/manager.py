@@ -225,8 +225,8 @@ class Hooks:
             pages.extend(await _resolved(found) or ())
         return pages
 
-    def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
-        return bool(self._hook.same_as_stored(page=page, crawl=crawl))
+    async def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
+        return bool(await _resolved(self._hook.same_as_stored(page=page, crawl=crawl)))
 
     async def stored_page(self, url: str, crawl: Crawl) -> Page | None:
         stored: Page | None = await _resolved(self._hook.stored_page(url=url, crawl=crawl))
