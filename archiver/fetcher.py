@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -33,7 +32,7 @@ from .errors import FetchError
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
-from .urls import wire_url
+from .urls import resolve_url, wire_url
 
 if TYPE_CHECKING:
     from .manager import Hooks
@@ -53,6 +52,7 @@ async def open_session(
 ) -> AsyncIterator[aiohttp.ClientSession]:
     """One pooled session per crawl, created inside the running loop."""
     connector = _PeerRecordingConnector(
+        guard=resolver.guard if isinstance(resolver, GuardedResolver) else None,
         resolver=resolver,
         limit=max(config.max_tasks, 1),
         limit_per_host=0,
@@ -230,15 +230,19 @@ class _StrictResponseHandler(ResponseHandler):
 
 
 class _PeerRecordingConnector(aiohttp.TCPConnector):
-    """Notes the remote address of each connection handed out (WARC-IP-Address), and keeps
-    a connection out of use while anything unasked may still arrive on it.
+    """Notes the remote address of each connection handed out (WARC-IP-Address), holds the
+    address guard to the addresses actually connected to, and keeps a connection out of use
+    while anything unasked may still arrive on it.
 
     A small response is read and its connection released before the caller sees it, so
-    the address is taken here, in the requesting task's context, instead.
+    the address is taken here, in the requesting task's context, instead.  IP literals
+    never reach the resolver, so the guard sees them here, before the connection is opened,
+    and every connection's peer once more after.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, guard: AddressGuard | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.guard = guard
         self._factory = cast(
             "functools.partial[ResponseHandler]", functools.partial(_StrictResponseHandler, loop=self._loop)
         )
@@ -258,11 +262,30 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
             connection.protocol.idle_since = None
         return connection
 
+    async def _resolve_host(self, host: str, port: int, traces: Any = None) -> list[ResolveResult]:
+        results = await super()._resolve_host(host, port, traces)
+        if self.guard is None:
+            return results
+        refusals = [self.guard.address_refusal(host, result["host"]) for result in results]
+        kept = [result for result, refused in zip(results, refusals, strict=True) if refused is None]
+        if not kept:
+            raise AddressRefused(
+                f"{host} is {next(r for r in refusals if r)}" if results else f"{host}: no address"
+            )
+        return kept
+
     async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109
         connection = await super().connect(req, traces, timeout)
         transport = connection.transport
         peer = transport.get_extra_info("peername") if transport is not None else None
-        _peer.set(str(peer[0]) if isinstance(peer, tuple) and peer else None)
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        refused = (
+            None if self.guard is None or address is None else self.guard.address_refusal(req.host, address)
+        )
+        if refused is not None:
+            connection.close()
+            raise aiohttp.ClientConnectorError(req.connection_key, AddressRefused(refused))
+        _peer.set(address)
         return connection
 
 
@@ -331,7 +354,7 @@ async def _fetch_once(
     if not any(k.lower() == "host" for k, _ in request_headers):
         request_headers = (("Host", URL(target, encoded=True).raw_host or ""), *request_headers)
 
-    redirect_to = _resolve_location(item.url, location) if location is not None else None
+    redirect_to = resolve_url(item.url, location) if location is not None else None
     decoded, encoding, source = await _content(body, response_headers, config)
     return Page(
         url=item.url,
@@ -355,13 +378,6 @@ async def _fetch_once(
         decode_error=decoded.error,
         request_target=target if target != item.url else None,
     )
-
-
-def _resolve_location(url: str, location: str) -> str:
-    try:
-        return str(URL(url).join(URL(location.strip(), encoded=True)))
-    except ValueError:
-        return location.strip()
 
 
 async def _content(body: bytes, headers: Headers, config: Config) -> tuple[Decoded, str | None, str | None]:
@@ -426,5 +442,5 @@ async def stored_page(stored: Page, item: Item, config: Config) -> Page:
         decode_error=decoded.error,
         encoding=encoding,
         encoding_source=source,
-        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
+        redirect_to=resolve_url(item.url, location) if location is not None else None,
     )

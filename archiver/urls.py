@@ -1,24 +1,39 @@
 """URL clean-up, canonical keys and the crawl's scope: pure functions, no I/O.
 
-A URL is fetched and archived as it was found; only the seen-set key is canonical
-(w3lib's `canonicalize_url`, as Scrapy does), so `?b=2&a=1` and `?a=1&b=2` are one page.
+One URL, one meaning: every URL a crawl meets is parsed once, by the WHATWG URL rules
+browsers follow (`clean_url`, `resolve_url`), and what goes on is that parse's serialization.
+Parsers disagree on the raw text (``http://other\\@root/`` is `other` to a browser and to
+aiohttp but `root` to `urllib`), never on a serialized WHATWG URL, so scope, the address guard,
+robots.txt, the patterns, the seen set and the fetcher all read the same host and path.
+The seen-set key is then canonical too (w3lib's `canonicalize_url`, as Scrapy does), so
+`?b=2&a=1` and `?a=1&b=2` are one page.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urlsplit
 
+import ada_url
 from w3lib.url import canonicalize_url, safe_url_string
 
-from .guard import literal_address
-
 ALLOWED_SCHEMES = ("http", "https")
-_HOST_CHARS_REFUSED = frozenset(" \t\r\n<>\"'\\{}|^`")
+_PROTOCOLS = frozenset({"http:", "https:"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def literal_address(host: str) -> Address | None:
+    """`host` as an IP address when it is written as one in the URL, else None."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
 
 
 def canonical_key(url: str) -> str:
@@ -47,24 +62,32 @@ def wire_url(url: str) -> str:
 
 
 def clean_url(url: str) -> str | None:
-    """`url` without fragment if it is a fetchable absolute http(s) URL, else None."""
-    url = url.strip()
-    if not url:
-        return None
-    url = urldefrag(url)[0]
+    """`url` parsed by the WHATWG URL rules and serialized again, without its fragment, if it
+    is a fetchable absolute http(s) URL, else None.
+
+    The serialization is what every later step reads: ``\\`` is ``/`` in http(s), the host is
+    lower-cased, IDNA-encoded and an IPv4 address in any of its spellings written as four
+    decimal numbers, dot segments (encoded or not) are removed, and what needs escaping is.
+    """
     try:
-        parts = urlsplit(url)
-        port = parts.port
+        parsed = ada_url.URL(url)
     except ValueError:
         return None
-    host = parts.hostname  # a property that parses the netloc again on each use
-    if parts.scheme.lower() not in ALLOWED_SCHEMES or not host:
+    if parsed.protocol not in _PROTOCOLS or not parsed.hostname or parsed.port == "0":
         return None
-    if port == 0:
-        return None
-    if not _HOST_CHARS_REFUSED.isdisjoint(host):
-        return None
-    return url
+    href: str = parsed.href
+    return href.partition("#")[0]
+
+
+def resolve_url(base: str, reference: str) -> str:
+    """`reference` (a Location, a link) made absolute against `base` as a browser does;
+    the reference stripped, as it came, when it cannot be parsed (`clean_url` refuses it)."""
+    reference = reference.strip()
+    try:
+        joined: str = ada_url.join_url(base, reference)
+    except ValueError:
+        return reference
+    return joined
 
 
 # "scheme://authority" at the start of a URL, when `urlsplit` reads the same authority in it
