@@ -90,6 +90,31 @@ def resolve_url(base: str, reference: str) -> str:
     return joined
 
 
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ENCODED_SLASH = re.compile(r"%2[Ff]")
+
+
+def _unescape_unreserved(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else match.group(0)
+
+
+def rule_readings(url: str) -> tuple[str, ...]:
+    """The spellings of a cleaned URL that path rules (robots.txt, --exclude, --include) judge.
+
+    Escaped unreserved characters are read as themselves (``/%70rivate`` is ``/private``, as
+    RFC 3986 and RFC 9309 say and as the seen-set key has it); dot segments are already gone
+    (`clean_url`).  An escaped slash stays one for RFC 9309, but many servers serve
+    ``/private%2Fe`` as ``/private/e``, so the reading with real slashes is judged too and a
+    rule that refuses either reading refuses the URL.
+    """
+    read = _ESCAPE.sub(_unescape_unreserved, url) if "%" in url else url
+    if "%" not in read or _ENCODED_SLASH.search(read) is None:
+        return (read,)
+    return (read, _ENCODED_SLASH.sub("/", read))
+
+
 # "scheme://authority" at the start of a URL, when `urlsplit` reads the same authority in it
 # alone (it deletes tabs and newlines anywhere, so an authority holding one is left to it).
 _ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\t\r\n]*(?=[/?#]|\Z)")
@@ -168,10 +193,17 @@ class Scope:
         return domain in self.sites
 
     def pattern_verdict(self, url: str) -> str | None:
-        """None when the patterns admit `url`, else the rule that refused it."""
+        """None when the patterns admit `url`, else the rule that refused it.
+
+        Patterns see each of the URL's `rule_readings`: an exclude pattern that matches one
+        refuses it, an include pattern must match one.
+        """
+        if not self._exclude and not self._include:
+            return None
+        readings = rule_readings(url)
         for pattern in self._exclude:
-            if pattern.search(url):
+            if any(pattern.search(reading) for reading in readings):
                 return f"exclude pattern {pattern.pattern!r}"
-        if self._include and not any(p.search(url) for p in self._include):
+        if self._include and not any(p.search(reading) for p in self._include for reading in readings):
             return "no include pattern matches"
         return None
