@@ -147,12 +147,19 @@ class Crawler:
                             key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
                         },
                     }
-                await self.frontier.close()
-                if self.robots is not None:
-                    self.robots.close()
-                self.log.close()
-                history.record_finish(self.archive, crawl.number, crawl.finished_at, complete=crawl.complete)
-                await write_report(crawl)
+                # each step runs even when one before it failed (a full disk fails them all)
+                try:
+                    await self.frontier.close()
+                finally:
+                    try:
+                        if self.robots is not None:
+                            self.robots.close()
+                    finally:
+                        self.log.close()
+                        history.record_finish(
+                            self.archive, crawl.number, crawl.finished_at, complete=crawl.complete
+                        )
+                        await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl

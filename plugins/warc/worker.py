@@ -41,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveError
+from archiver.errors import ArchiveError, exhausted
 from archiver.model import Link, Page
 
 from .dedup import DB_NAME, DedupTable
@@ -326,6 +326,9 @@ def _answer(seq: int, work: Callable[..., Any], *args: Any) -> Answer:
     except ArchiveError as exc:
         return ("error", seq, str(exc))
     except Exception as exc:  # a bug must fail the page, not hang the crawl
+        cause = exhausted(exc)
+        if cause is not None:  # the crawl stops on it and says so once
+            return ("error", seq, f"WARC writer: {cause}: {exc}")
         traceback.print_exc()
         return ("error", seq, f"WARC writer: {exc!r}")
 
