@@ -22,7 +22,6 @@ import ada_url
 from w3lib.url import canonicalize_url, safe_url_string
 
 ALLOWED_SCHEMES = ("http", "https")
-_PROTOCOLS = frozenset({"http:", "https:"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -70,12 +69,13 @@ def clean_url(url: str) -> str | None:
     decimal numbers, dot segments (encoded or not) are removed, and what needs escaping is.
     """
     try:
-        parsed = ada_url.URL(url)
+        href: str = ada_url.normalize_url(url)
     except ValueError:
         return None
-    if parsed.protocol not in _PROTOCOLS or not parsed.hostname or parsed.port == "0":
+    if not href.startswith(("http://", "https://")):
+        return None  # an http(s) URL that parses always has a host: WHATWG refuses it without one
+    if href.split("/", 3)[2].rpartition("@")[2].endswith(":0"):
         return None
-    href: str = parsed.href
     return href.partition("#")[0]
 
 
