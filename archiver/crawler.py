@@ -31,6 +31,7 @@ from .fetcher import (
     fetch,
     open_session,
     stored_page,
+    without_validators,
 )
 from .frontier import Frontier, Item
 from .guard import AddressGuard
@@ -274,6 +275,13 @@ class Crawler:
                 await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
         return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
 
+    async def _fetch_in_full(self, item: Item) -> Page:
+        """`item` asked again without validators (``crawl --update``: its stored copy is unreadable)."""
+        headers = default_headers(self.config)
+        self.hooks.prepare_request(item.url, headers, self.crawl)
+        async with self.limiter.slot(item.url):
+            return await fetch(self._session, item, without_validators(headers), self.config)
+
     def _retry_later(self, page: Page, attempt: int) -> bool:
         """True when the server asked to come back (429/503) or cut the body, and tries remain.
 
@@ -338,7 +346,8 @@ class Crawler:
 
         page, stored = outcome.page, None
         if self.crawl.mode == "update":
-            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl)
+            refetch = functools.partial(self._fetch_in_full, item)
+            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
             stats["not_modified"] += stored is not None
         stats["pages"] += 1
         stats["bytes"] += len(page.body)

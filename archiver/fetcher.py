@@ -14,7 +14,7 @@ import functools
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -308,13 +308,12 @@ async def fetch(
     try:
         return await _fetch_once(session, item, headers, config)
     except FetchError as exc:
-        conditional = {name.lower() for name in VALIDATORS} & {name.lower() for name in headers}
-        if exc.kind != "protocol" or not conditional:
+        unconditional = without_validators(headers)
+        if exc.kind != "protocol" or len(unconditional) == len(headers):
             raise
         log.warning(
             "%s: the answer to a conditional request is unreadable (%s): asked again in full", item.url, exc
         )
-    unconditional = {name: value for name, value in headers.items() if name.lower() not in conditional}
     return await _fetch_once(session, item, unconditional, config)
 
 
@@ -402,18 +401,32 @@ VALIDATORS = ("If-None-Match", "If-Modified-Since")
 """The request headers that make a request conditional (``crawl --update``)."""
 
 
+def without_validators(headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` made unconditional: the answer will be the whole resource."""
+    conditional = {name.lower() for name in VALIDATORS}
+    return {name: value for name, value in headers.items() if name.lower() not in conditional}
+
+
 def sent_validator(page: Page) -> bool:
     """Whether the request of `page` was conditional: only then does a 304 mean anything."""
     return any(find_header(page.request_headers, name) for name in VALIDATORS)
 
 
-async def compare_with_stored(page: Page, item: Item, hooks: Hooks, crawl: Crawl) -> tuple[Page, Page | None]:
+async def compare_with_stored(
+    page: Page,
+    item: Item,
+    hooks: Hooks,
+    crawl: Crawl,
+    refetch: Callable[[], Awaitable[Page]] | None = None,
+) -> tuple[Page, Page | None]:
     """`page` marked `unchanged` when the archive already holds its content, and for a 304 the
     stored page the crawl goes on through (its links, made ready for extraction).
 
     A 304 is believed only when the request carried a validator and a capture is stored:
     otherwise (a server that answers 304 to anything) it is recorded as it came and leads
-    nowhere, since inventing its links would archive a site that is not there.
+    nowhere, since inventing its links would archive a site that is not there.  A validator
+    is only sent for a stored capture, so a 304 whose capture cannot be read means that copy
+    is damaged: the URL is then asked again in full (`refetch`) and the fresh answer stored.
     """
     if page.status != 304:
         if await hooks.same_as_stored(page, crawl):
@@ -423,6 +436,15 @@ async def compare_with_stored(page: Page, item: Item, hooks: Hooks, crawl: Crawl
         log.warning("%s answered 304 to a request without a validator: recorded as it came", page.url)
         return page, None
     found = await hooks.stored_page(page.url, crawl)
+    if found is None and refetch is not None:
+        log.warning("%s answered 304 but its stored capture cannot be read: asked again in full", page.url)
+        try:
+            fresh = await refetch()
+        except FetchError as exc:
+            log.warning("%s: %s; the 304 is recorded as it came", page.url, exc.message)
+        else:
+            if fresh.status != 304:
+                return await compare_with_stored(fresh, item, hooks, crawl)
     if found is None:
         log.warning("%s answered 304 but no capture of it is stored: recorded as it came", page.url)
         return page, None

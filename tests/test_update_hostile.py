@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -69,8 +70,11 @@ def ok(body: bytes, *headers: bytes) -> bytes:
 
 CONTROL_ETAG = b'ETag: "a\x01b"'
 CONTROL_DATE = b"Last-Modified: Mon, 01 Jan 2024\x1b 00:00:00 GMT"
+BIG_BODY = b"<html>" + os.urandom(40_000).hex().encode() + b"</html>"
+"""Larger than the first read of a record, so that its headers read while its payload fails its check."""
 UTF8_ETAG = '"\u00e9t\u00e9-\u2603"'.encode()
-LINKS = b"".join(b'<a href="/%s">x</a>' % name for name in (b"control", b"body304", b"utf8", b"damaged"))
+PAGES = (b"control", b"body304", b"utf8", b"damaged", b"damaged304")
+LINKS = b"".join(b'<a href="/%s">x</a>' % name for name in PAGES)
 
 
 def answer(path: str, headers: dict[bytes, bytes]) -> bytes:
@@ -89,6 +93,10 @@ def answer(path: str, headers: dict[bytes, bytes]) -> bytes:
         return ok(b"<html>utf8</html>", b"ETag: " + UTF8_ETAG)
     if path == "/damaged":
         return ok(b"<html>the damaged page, whole</html>")
+    if path == "/damaged304":
+        if headers.get(b"if-none-match") == b'"d"':
+            return b'HTTP/1.1 304 Not Modified\r\nETag: "d"\r\n\r\n'
+        return ok(BIG_BODY, b'ETag: "d"')
     return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -127,8 +135,9 @@ def records_of(archive: Path, url: str) -> list[tuple[str, str | None, bytes]]:
     return found
 
 
-def damage(archive: Path, url: str) -> None:
-    """Overwrite the middle of the gzip member holding `url`'s response (its CRC no longer holds)."""
+def damage(archive: Path, url: str, *, checksum_only: bool = False) -> None:
+    """Overwrite the second half of the gzip member holding `url`'s response, or only its CRC
+    (its headers then still read, its payload no longer checks)."""
     for index in (archive / "warc").glob("*.cdxj"):
         for line in index.read_text().splitlines():
             if f'"url": "{url}"' not in line:
@@ -137,7 +146,8 @@ def damage(archive: Path, url: str) -> None:
             warc = archive / "warc" / fields["filename"]
             offset, length = int(fields["offset"]), int(fields["length"])
             data = bytearray(warc.read_bytes())
-            for at in range(offset + length // 2, offset + length - 12):
+            start = offset + length - 8 if checksum_only else offset + length // 2
+            for at in range(start, offset + length - 4):
                 data[at] ^= 0x55
             warc.write_bytes(bytes(data))
             return
@@ -148,6 +158,7 @@ async def test_update_over_hostile_validators(validators: ValidatorSite, tmp_pat
     archive = tmp_path / "a"
     assert await run("crawl", validators.url("/"), "-o", str(archive), "--ignore-robots") == 0
     damage(archive, validators.url("/damaged"))
+    damage(archive, validators.url("/damaged304"), checksum_only=True)
     await asyncio.sleep(1.05)
     validators.seen.clear()
     assert await run("crawl", "--update", str(archive)) == 0
@@ -167,3 +178,10 @@ async def test_update_over_hostile_validators(validators: ValidatorSite, tmp_pat
     fresh = records_of(archive, validators.url("/damaged"))[-1]
     assert fresh[0] == "response"
     assert fresh[2] == b"<html>the damaged page, whole</html>"
+
+    # a 304 confirming a copy that cannot be read: asked again in full, stored whole
+    asked = validators.asked("/damaged304")
+    assert [h.get(b"if-none-match") for h in asked] == [b'"d"', None]
+    fresh = records_of(archive, validators.url("/damaged304"))[-1]
+    assert fresh[0] == "response"
+    assert fresh[2] == BIG_BODY
