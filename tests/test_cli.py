@@ -174,7 +174,7 @@ async def test_plugin_options_before_the_command_count(site: Site, tmp_path: Pat
     site.page("/")
     archive = tmp_path / "a"
     before = ("--disable-plugin", "index", "--disable-plugin", "sitemap")
-    assert await run_cli(*before, "crawl", site.url("/"), "-o", str(archive), *FAST, "-q") == 0
+    assert await run_cli(*before, "crawl", site.url("/"), "-o", str(archive), *FAST) == 0
     assert (archive / "warc").is_dir()
     assert not (archive / "index").exists()
     assert site.hits["/sitemap.xml"] == 0
