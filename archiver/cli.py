@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .commands import remember_before_command
 from .commands.control import control_command
 from .commands.crawl import crawl_command
 from .commands.merge import merge_command
@@ -33,16 +34,20 @@ from .terminal import echo, printable
 # (a plugin's own included) can follow them: `archiver --plugin MODULE COMMAND`.
 @click.option(
     "--plugin",
+    "plugins",
     multiple=True,
     metavar="MODULE",
     expose_value=False,
+    callback=remember_before_command,
     help="Also load this plugin module, from the installed packages or the current folder (repeatable).",
 )
 @click.option(
     "--disable-plugin",
+    "disabled",
     multiple=True,
     metavar="NAME",
     expose_value=False,
+    callback=remember_before_command,
     help="Do not load this plugin (repeatable).",
 )
 def cli() -> None:

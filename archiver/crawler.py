@@ -34,6 +34,7 @@ from .fetcher import (
     fetch,
     open_session,
     stored_page,
+    without_validators,
 )
 from .frontier import Frontier, Item
 from .guard import AddressGuard
@@ -175,19 +176,24 @@ class Crawler:
                             key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
                         },
                     }
-                await self.frontier.close()
-                if self.robots is not None:
-                    self.robots.close()
-                self.log.close()
-                history.record_finish(
-                    self.archive,
-                    crawl.number,
-                    crawl.finished_at,
-                    complete=crawl.complete,
-                    received=crawl.stats["bytes"],
-                    seconds=time.monotonic() - started,
-                )
-                await write_report(crawl)
+                # each step runs even when one before it failed (a full disk fails them all)
+                try:
+                    await self.frontier.close()
+                finally:
+                    try:
+                        if self.robots is not None:
+                            self.robots.close()
+                    finally:
+                        self.log.close()
+                        history.record_finish(
+                            self.archive,
+                            crawl.number,
+                            crawl.finished_at,
+                            complete=crawl.complete,
+                            received=crawl.stats["bytes"],
+                            seconds=time.monotonic() - started,
+                        )
+                        await write_report(crawl)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
@@ -482,6 +488,12 @@ class Crawler:
             page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))
         return page
 
+    async def _fetch_in_full(self, item: Item) -> Page:
+        """`item` asked again without validators (``crawl --update``: its stored copy is unreadable)."""
+        headers = self._headers(item.url)
+        async with self.limiter.slot(item.url):
+            return await self._fetch(item, without_validators(headers), self.config)
+
     def _retry_later(self, page: Page, attempt: int) -> bool:
         """True when the server asked to come back (429/503) or cut the body, and tries remain.
 
@@ -550,7 +562,8 @@ class Crawler:
 
         page, stored = outcome.page, None
         if self.crawl.mode == "update":
-            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl)
+            refetch = functools.partial(self._fetch_in_full, item)
+            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
             stats["not_modified"] += stored is not None
         stats["pages"] += 1
         self._count_bytes(len(page.body))

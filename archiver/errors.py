@@ -56,6 +56,59 @@ class FetchError(ArchiverError):
         self.attempts = attempts
 
 
+_EXHAUSTED_ERRNO = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EMFILE: "too many open files",
+    errno.ENFILE: "too many open files in the system",
+}
+_EXHAUSTED_TEXT = (
+    ("No space left on device", "no space left on device"),
+    ("database or disk is full", "no space left on device"),
+    ("Disk quota exceeded", "disk quota exceeded"),
+    ("Too many open files", "too many open files"),
+)
+
+
+def exhausted(exc: BaseException) -> str | None:
+    """What ran out ("no space left on device", "too many open files") when that is what
+    `exc` comes down to, through its causes, its context and the members of a group; else None.
+
+    A full disk or a spent file limit fails every writer at once (the WARC writer, the
+    index, the frontier's database), each its own way; the user needs the one cause.
+    """
+    stack: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _EXHAUSTED_ERRNO:
+            return _EXHAUSTED_ERRNO[current.errno]
+        text = str(current)
+        for needle, cause in _EXHAUSTED_TEXT:
+            if needle in text:
+                return cause
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(current.exceptions)
+        stack.extend(linked for linked in (current.__cause__, current.__context__) if linked is not None)
+    return None
+
+
+def exhausted_message(cause: str, archive: str | os.PathLike[str], command: str) -> str:
+    """The one line for a crawl stopped by `cause` (see `exhausted`): what to do, how to go on."""
+    remedy = (
+        "free some space"
+        if "space" in cause or "quota" in cause
+        else "raise the open-files limit (ulimit -n)"
+    )
+    return (
+        f"{cause}: the crawl stopped; what it archived is kept in {archive}."
+        f" {remedy.capitalize()}, then run `{command}` to go on"
+    )
+
+
 def is_read_only(exc: OSError) -> bool:
     """True for a write refused by permissions or a read-only file system."""
     return isinstance(exc, PermissionError) or exc.errno == errno.EROFS

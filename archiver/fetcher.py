@@ -14,15 +14,15 @@ import functools
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
+from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_proto import ResponseHandler
 from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
@@ -30,9 +30,9 @@ from .config import Config
 from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError
 from .frontier import Item
-from .guard import AddressGuard, AddressRefused, literal_address
+from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
-from .urls import wire_url
+from .urls import literal_address, resolve_url, wire_url
 
 if TYPE_CHECKING:
     from .manager import Hooks
@@ -54,6 +54,8 @@ async def open_session(
 ) -> AsyncIterator[aiohttp.ClientSession]:
     """One pooled session per crawl, created inside the running loop; no cookies without `cookie_jar`."""
     connector = _PeerRecordingConnector(
+        guard=resolver.guard if isinstance(resolver, GuardedResolver) else None,
+        proxies=resolver.proxies if isinstance(resolver, GuardedResolver) else frozenset(),
         resolver=resolver,
         limit=max(config.max_tasks, 1),
         limit_per_host=0,
@@ -221,19 +223,110 @@ async def _read_body(
 
 _peer: ContextVar[str | None] = ContextVar("archiver_peer", default=None)
 
+QUIET_BEFORE_REUSE = 1.0
+"""Seconds a kept-alive connection must stay silent in the pool before it carries another request.
+
+HTTP/1.1 cannot tell late bytes of the previous answer from the start of the next one, so a
+connection is reused only once the server had time to show it sends nothing unasked."""
+
+_BODILESS_STATUSES = frozenset({204, 304})
+
+
+class _StrictResponseHandler(ResponseHandler):
+    """aiohttp's protocol, made to drop its connection when bytes come that no request asked for.
+
+    aiohttp parses whatever arrives on a pooled connection as the next response and hands it
+    to the next request sent there: a server writing after a 204, a 304 or past its
+    Content-Length would have its late bytes archived as the answer to another URL.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.idle_since: float | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle_since is not None and data:
+            log.debug("bytes nobody asked for on a kept-alive connection: closing it")
+            self.force_close()
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        super().data_received(data)
+
+    def feed_data(self, data: Any, size: int = 0) -> None:
+        message = data[0]
+        framed = (
+            message.headers.get("Content-Length", "0").strip() != "0"
+            or "Transfer-Encoding" in message.headers
+        )
+        if message.code in _BODILESS_STATUSES and framed:
+            # A body announced where HTTP allows none: where this answer ends is a guess.
+            self.force_close()
+        super().feed_data(data, size)
+
 
 class _PeerRecordingConnector(aiohttp.TCPConnector):
-    """Notes the remote address of each connection handed out (WARC-IP-Address).
+    """Notes the remote address of each connection handed out (WARC-IP-Address), holds the
+    address guard to the addresses actually connected to, and keeps a connection out of use
+    while anything unasked may still arrive on it.
 
     A small response is read and its connection released before the caller sees it, so
-    the address is taken here, in the requesting task's context, instead.
+    the address is taken here, in the requesting task's context, instead.  IP literals
+    never reach the resolver, so the guard sees them here, before the connection is opened,
+    and every connection's peer once more after.
     """
+
+    def __init__(
+        self, *, guard: AddressGuard | None = None, proxies: frozenset[str] = frozenset(), **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.guard = guard
+        self.proxies = proxies
+        """The proxies' hosts, reached whatever their address (the target is checked by
+        `GuardedResolver.check_target`)."""
+        self._factory = cast(
+            "functools.partial[ResponseHandler]", functools.partial(_StrictResponseHandler, loop=self._loop)
+        )
+
+    def _release(self, key: Any, protocol: ResponseHandler, *, should_close: bool = False) -> None:
+        if isinstance(protocol, _StrictResponseHandler):
+            protocol.idle_since = time.monotonic()
+        super()._release(key, protocol, should_close=should_close)
+
+    async def _get(self, key: Any, traces: list[Any]) -> Any:
+        oldest = next((proto for proto, _ in self._conns.get(key, ()) if proto.is_connected()), None)
+        idle_since = getattr(oldest, "idle_since", None)
+        if idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE:
+            return None  # the oldest open one is not quiet yet: a new connection instead
+        connection = await super()._get(key, traces)
+        if connection is not None and isinstance(connection.protocol, _StrictResponseHandler):
+            connection.protocol.idle_since = None
+        return connection
+
+    async def _resolve_host(self, host: str, port: int, traces: Any = None) -> list[ResolveResult]:
+        results = await super()._resolve_host(host, port, traces)
+        if self.guard is None or host in self.proxies:
+            return results
+        refusals = [self.guard.address_refusal(host, result["host"]) for result in results]
+        kept = [result for result, refused in zip(results, refusals, strict=True) if refused is None]
+        if not kept:
+            raise AddressRefused(
+                f"{host} is {next(r for r in refusals if r)}" if results else f"{host}: no address"
+            )
+        return kept
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:  # noqa: ASYNC109
         connection = await super().connect(req, traces, timeout)
         transport = connection.transport
         peer = transport.get_extra_info("peername") if transport is not None else None
-        _peer.set(str(peer[0]) if isinstance(peer, tuple) and peer else None)
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        refused = None
+        if self.guard is not None and address is not None and req.proxy is None:
+            refused = self.guard.address_refusal(req.host, address)
+        if refused is not None:
+            connection.close()
+            raise aiohttp.ClientConnectorError(req.connection_key, AddressRefused(refused))
+        _peer.set(address)
         return connection
 
 
@@ -251,8 +344,29 @@ async def fetch(
     """GET `item.url` once, without following redirects; raise FetchError when no response came.
 
     Through a `proxy`, the page still records the target's URL and the request's own
-    headers, not the proxy's address or credentials.
+    headers, not the proxy's address or credentials.  A conditional request (``crawl
+    --update``) whose answer cannot be read, such as a 304 carrying a body, is asked again
+    without its validators: the URL is then fetched in full instead of failing on every update.
     """
+    try:
+        return await _fetch_once(session, item, headers, config, proxy)
+    except FetchError as exc:
+        unconditional = without_validators(headers)
+        if exc.kind != "protocol" or len(unconditional) == len(headers):
+            raise
+        log.warning(
+            "%s: the answer to a conditional request is unreadable (%s): asked again in full", item.url, exc
+        )
+    return await _fetch_once(session, item, unconditional, config, proxy)
+
+
+async def _fetch_once(
+    session: aiohttp.ClientSession,
+    item: Item,
+    headers: Mapping[str, str],
+    config: Config,
+    proxy: str | None,
+) -> Page:
     target = wire_url(item.url)
     fetched_at = datetime.now(UTC)
     started = time.monotonic()
@@ -285,7 +399,7 @@ async def fetch(
     if not any(k.lower() == "host" for k, _ in request_headers):
         request_headers = (("Host", URL(target, encoded=True).raw_host or ""), *request_headers)
 
-    redirect_to = _resolve_location(item.url, location) if location is not None else None
+    redirect_to = resolve_url(item.url, location) if location is not None else None
     decoded, encoding, source = await _content(body, response_headers, config)
     return Page(
         url=item.url,
@@ -311,13 +425,6 @@ async def fetch(
     )
 
 
-def _resolve_location(url: str, location: str) -> str:
-    try:
-        return str(URL(url).join(URL(location.strip(), encoded=True)))
-    except ValueError:
-        return location.strip()
-
-
 async def _content(body: bytes, headers: Headers, config: Config) -> tuple[Decoded, str | None, str | None]:
     """The body with its Content-Encoding undone, and the charset to read it with (and why).
 
@@ -340,27 +447,50 @@ VALIDATORS = ("If-None-Match", "If-Modified-Since")
 """The request headers that make a request conditional (``crawl --update``)."""
 
 
+def without_validators(headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` made unconditional: the answer will be the whole resource."""
+    conditional = {name.lower() for name in VALIDATORS}
+    return {name: value for name, value in headers.items() if name.lower() not in conditional}
+
+
 def sent_validator(page: Page) -> bool:
     """Whether the request of `page` was conditional: only then does a 304 mean anything."""
     return any(find_header(page.request_headers, name) for name in VALIDATORS)
 
 
-async def compare_with_stored(page: Page, item: Item, hooks: Hooks, crawl: Crawl) -> tuple[Page, Page | None]:
+async def compare_with_stored(
+    page: Page,
+    item: Item,
+    hooks: Hooks,
+    crawl: Crawl,
+    refetch: Callable[[], Awaitable[Page]] | None = None,
+) -> tuple[Page, Page | None]:
     """`page` marked `unchanged` when the archive already holds its content, and for a 304 the
     stored page the crawl goes on through (its links, made ready for extraction).
 
     A 304 is believed only when the request carried a validator and a capture is stored:
     otherwise (a server that answers 304 to anything) it is recorded as it came and leads
-    nowhere, since inventing its links would archive a site that is not there.
+    nowhere, since inventing its links would archive a site that is not there.  A validator
+    is only sent for a stored capture, so a 304 whose capture cannot be read means that copy
+    is damaged: the URL is then asked again in full (`refetch`) and the fresh answer stored.
     """
     if page.status != 304:
-        if hooks.same_as_stored(page, crawl):
+        if await hooks.same_as_stored(page, crawl):
             return dataclasses.replace(page, unchanged=True), None
         return page, None
     if not sent_validator(page):
         log.warning("%s answered 304 to a request without a validator: recorded as it came", page.url)
         return page, None
     found = await hooks.stored_page(page.url, crawl)
+    if found is None and refetch is not None:
+        log.warning("%s answered 304 but its stored capture cannot be read: asked again in full", page.url)
+        try:
+            fresh = await refetch()
+        except FetchError as exc:
+            log.warning("%s: %s; the 304 is recorded as it came", page.url, exc.message)
+        else:
+            if fresh.status != 304:
+                return await compare_with_stored(fresh, item, hooks, crawl)
     if found is None:
         log.warning("%s answered 304 but no capture of it is stored: recorded as it came", page.url)
         return page, None
@@ -380,5 +510,5 @@ async def stored_page(stored: Page, item: Item, config: Config) -> Page:
         decode_error=decoded.error,
         encoding=encoding,
         encoding_source=source,
-        redirect_to=urljoin(item.url, location.strip()) if location is not None else None,
+        redirect_to=resolve_url(item.url, location) if location is not None else None,
     )

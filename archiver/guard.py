@@ -24,7 +24,8 @@ import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+from .urls import Address, clean_url, literal_address
+
 Resolve = Callable[[str], Awaitable[list[str]]]
 
 PUBLIC = "public"
@@ -57,14 +58,6 @@ def address_class(address: Address) -> str:
     return PUBLIC
 
 
-def literal_address(host: str) -> Address | None:
-    """`host` as an IP address when it is written as one in the URL, else None."""
-    try:
-        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return None
-
-
 class AddressGuard:
     """Decides which resolved addresses a crawl may connect to; see the module docstring."""
 
@@ -73,7 +66,7 @@ class AddressGuard:
         self.root_hosts: set[str] = set()
         self.allowed_classes: set[str] = {PUBLIC}
         for root in roots:
-            host = (urlsplit(root).hostname or "").lower().rstrip(".")
+            host = (urlsplit(clean_url(root) or "").hostname or "").rstrip(".")
             if not host:
                 continue
             self.root_hosts.add(host)

@@ -260,5 +260,6 @@ def same_as_stored(page: Page, crawl: Crawl) -> bool | None:
 
     Asked during ``crawl --update`` for each response that is not a 304: True marks the
     page ``unchanged``, so plugins deriving data from content skip it.  None for no
-    opinion.  `crawl` is the running crawl.  Must be sync and cheap (a look-up, a digest).
+    opinion.  `crawl` is the running crawl.  May be ``async def`` (to check that the stored
+    copy still reads whole); blocking reads go to a thread.
     """

@@ -10,6 +10,7 @@ import functools
 import importlib
 import importlib.metadata
 import inspect
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "archiver"
 AUTOLOAD_OFF_VARIABLE = "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD"
+
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -149,9 +153,32 @@ async def _resolved(answer: Any) -> Any:
     return await answer if inspect.isawaitable(answer) else answer
 
 
-async def _await_all(results: Iterable[Any]) -> None:
-    for result in results:
-        await _resolved(result)
+async def _await_all(results: Iterable[Any], *, every: bool = False) -> None:
+    """Await each implementation's answer in order; the first failure is raised.
+
+    With `every`, the others are still awaited first (``crawl_finished``: each plugin
+    flushes what it holds even when another one failed).  Answers never started are
+    closed, so a failure leaves no coroutine "never awaited" behind.
+    """
+    answers = list(results)
+    failure: Exception | None = None
+    try:
+        for answer in answers:
+            try:
+                await _resolved(answer)
+            except Exception as exc:
+                if not every:
+                    raise
+                if failure is None:
+                    failure = exc
+                else:
+                    log.debug("a further crawl_finished failure: %s", exc)
+    finally:
+        for answer in answers:
+            if inspect.iscoroutine(answer) and inspect.getcoroutinestate(answer) == inspect.CORO_CREATED:
+                answer.close()
+    if failure is not None:
+        raise failure
 
 
 class Hooks:
@@ -217,7 +244,7 @@ class Hooks:
         await _await_all(self._hook.fetch_failed(url=url, error=error, crawl=crawl))
 
     async def crawl_finished(self, crawl: Crawl) -> None:
-        await _await_all(self._hook.crawl_finished(crawl=crawl))
+        await _await_all(self._hook.crawl_finished(crawl=crawl), every=True)
 
     async def archived_pages(self, urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
         pages: list[Page] = []
@@ -225,8 +252,8 @@ class Hooks:
             pages.extend(await _resolved(found) or ())
         return pages
 
-    def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
-        return bool(self._hook.same_as_stored(page=page, crawl=crawl))
+    async def same_as_stored(self, page: Page, crawl: Crawl) -> bool:
+        return bool(await _resolved(self._hook.same_as_stored(page=page, crawl=crawl)))
 
     async def stored_page(self, url: str, crawl: Crawl) -> Page | None:
         stored: Page | None = await _resolved(self._hook.stored_page(url=url, crawl=crawl))

@@ -33,7 +33,7 @@ from .config import Config
 from .errors import FetchError
 from .model import Page
 from .politeness import HostLimiter, retry_after_seconds
-from .urls import clean_url
+from .urls import clean_url, rule_readings
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +124,11 @@ class RobotsEntry:
             return RobotsVerdict(False, f"robots.txt unavailable for now: {self.note}")
         if self.state == ALLOW_ALL or self.parser is None:
             return RobotsVerdict(True)
-        if self.parser.can_fetch(url, agent):
-            return RobotsVerdict(True)
-        rule = deciding_rule(self.parser, url, agent)
-        return RobotsVerdict(False, f"robots.txt {rule}" if rule else "robots.txt disallows it")
+        for reading in rule_readings(url):
+            if not self.parser.can_fetch(reading, agent):
+                rule = deciding_rule(self.parser, reading, agent)
+                return RobotsVerdict(False, f"robots.txt {rule}" if rule else "robots.txt disallows it")
+        return RobotsVerdict(True)
 
 
 def parse_robots(body: bytes) -> Protego:

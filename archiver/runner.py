@@ -27,7 +27,7 @@ from .archive import prepare_archive
 from .config import Config
 from .crawler import Crawler
 from .crawllog import build_report
-from .errors import ArchiverError, ConfigError, UsageError
+from .errors import ArchiveError, ArchiverError, ConfigError, UsageError, exhausted, exhausted_message
 from .frontier import Frontier, MemoryFrontier
 from .frontier_sqlite import SqliteFrontier
 from .history import Mode
@@ -62,6 +62,7 @@ async def run_crawl(
         crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive)
         crawler.crawl.mode = mode
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_quiet_when_exhausted)
         installed = []
         if install_signals and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -82,6 +83,28 @@ async def run_crawl(
                     await bar
             for signum in installed:
                 loop.remove_signal_handler(signum)
+
+
+def _first_archiver_error(group: BaseExceptionGroup[Any]) -> ArchiverError | None:
+    """The first user-facing error of a task group's failures (the others follow from it)."""
+    for member in group.exceptions:
+        if isinstance(member, ArchiverError):
+            return member
+        if isinstance(member, BaseExceptionGroup):
+            found = _first_archiver_error(member)
+            if found is not None:
+                return found
+    return None
+
+
+def _quiet_when_exhausted(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's report of an error nobody awaited, unless it is the full disk or the spent
+    file limit the crawl is already stopping on (said once, in one line, at the end)."""
+    error = context.get("exception")
+    if isinstance(error, BaseException) and exhausted(error) is not None:
+        log.debug("%s: %s", context.get("message"), error)
+        return
+    loop.default_exception_handler(context)
 
 
 async def _progress(crawler: Crawler) -> None:
@@ -123,8 +146,16 @@ def crawl_and_report(
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
             crawl = runner.run(run_crawl(config, pm, install_signals=True, show_progress=bar, mode=mode))
-    except* ArchiverError as group:
-        raise group.exceptions[0] from None
+    except Exception as exc:
+        cause = exhausted(exc)
+        if cause is not None:
+            command = f"archiver crawl --{'update' if mode == 'update' else 'resume'} {config.output}"
+            raise ArchiveError(exhausted_message(cause, config.output, command)) from None
+        if isinstance(exc, BaseExceptionGroup):
+            first = _first_archiver_error(exc)
+            if first is not None:
+                raise first from None
+        raise
     report = build_report(crawl)
     if as_json:
         click.echo(json.dumps(report, indent=2))

@@ -1,24 +1,38 @@
 """URL clean-up, canonical keys and the crawl's scope: pure functions, no I/O.
 
-A URL is fetched and archived as it was found; only the seen-set key is canonical
-(w3lib's `canonicalize_url`, as Scrapy does), so `?b=2&a=1` and `?a=1&b=2` are one page.
+One URL, one meaning: every URL a crawl meets is parsed once, by the WHATWG URL rules
+browsers follow (`clean_url`, `resolve_url`), and what goes on is that parse's serialization.
+Parsers disagree on the raw text (``http://other\\@root/`` is `other` to a browser and to
+aiohttp but `root` to `urllib`), never on a serialized WHATWG URL, so scope, the address guard,
+robots.txt, the patterns, the seen set and the fetcher all read the same host and path.
+The seen-set key is then canonical too (w3lib's `canonicalize_url`, as Scrapy does), so
+`?b=2&a=1` and `?a=1&b=2` are one page.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urlsplit
 
+import ada_url
 from w3lib.url import canonicalize_url, safe_url_string
 
-from .guard import literal_address
-
 ALLOWED_SCHEMES = ("http", "https")
-_HOST_CHARS_REFUSED = frozenset(" \t\r\n<>\"'\\{}|^`")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def literal_address(host: str) -> Address | None:
+    """`host` as an IP address when it is written as one in the URL, else None."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
 
 
 def canonical_key(url: str) -> str:
@@ -47,24 +61,58 @@ def wire_url(url: str) -> str:
 
 
 def clean_url(url: str) -> str | None:
-    """`url` without fragment if it is a fetchable absolute http(s) URL, else None."""
-    url = url.strip()
-    if not url:
-        return None
-    url = urldefrag(url)[0]
+    """`url` parsed by the WHATWG URL rules and serialized again, without its fragment, if it
+    is a fetchable absolute http(s) URL, else None.
+
+    The serialization is what every later step reads: ``\\`` is ``/`` in http(s), the host is
+    lower-cased, IDNA-encoded and an IPv4 address in any of its spellings written as four
+    decimal numbers, dot segments (encoded or not) are removed, and what needs escaping is.
+    """
     try:
-        parts = urlsplit(url)
-        port = parts.port
+        href: str = ada_url.normalize_url(url)
     except ValueError:
         return None
-    host = parts.hostname  # a property that parses the netloc again on each use
-    if parts.scheme.lower() not in ALLOWED_SCHEMES or not host:
+    if not href.startswith(("http://", "https://")):
+        return None  # an http(s) URL that parses always has a host: WHATWG refuses it without one
+    if href.split("/", 3)[2].rpartition("@")[2].endswith(":0"):
         return None
-    if port == 0:
-        return None
-    if not _HOST_CHARS_REFUSED.isdisjoint(host):
-        return None
-    return url
+    return href.partition("#")[0]
+
+
+def resolve_url(base: str, reference: str) -> str:
+    """`reference` (a Location, a link) made absolute against `base` as a browser does;
+    the reference stripped, as it came, when it cannot be parsed (`clean_url` refuses it)."""
+    reference = reference.strip()
+    try:
+        joined: str = ada_url.join_url(base, reference)
+    except ValueError:
+        return reference
+    return joined
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ENCODED_SLASH = re.compile(r"%2[Ff]")
+
+
+def _unescape_unreserved(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else match.group(0)
+
+
+def rule_readings(url: str) -> tuple[str, ...]:
+    """The spellings of a cleaned URL that path rules (robots.txt, --exclude, --include) judge.
+
+    Escaped unreserved characters are read as themselves (``/%70rivate`` is ``/private``, as
+    RFC 3986 and RFC 9309 say and as the seen-set key has it); dot segments are already gone
+    (`clean_url`).  An escaped slash stays one for RFC 9309, but many servers serve
+    ``/private%2Fe`` as ``/private/e``, so the reading with real slashes is judged too and a
+    rule that refuses either reading refuses the URL.
+    """
+    read = _ESCAPE.sub(_unescape_unreserved, url) if "%" in url else url
+    if "%" not in read or _ENCODED_SLASH.search(read) is None:
+        return (read,)
+    return (read, _ENCODED_SLASH.sub("/", read))
 
 
 # "scheme://authority" at the start of a URL, when `urlsplit` reads the same authority in it
@@ -149,10 +197,17 @@ class Scope:
         (self._exclude if exclude else self._include).append(re.compile(pattern))
 
     def pattern_verdict(self, url: str) -> str | None:
-        """None when the patterns admit `url`, else the rule that refused it."""
+        """None when the patterns admit `url`, else the rule that refused it.
+
+        Patterns see each of the URL's `rule_readings`: an exclude pattern that matches one
+        refuses it, an include pattern must match one.
+        """
+        if not self._exclude and not self._include:
+            return None
+        readings = rule_readings(url)
         for pattern in self._exclude:
-            if pattern.search(url):
+            if any(pattern.search(reading) for reading in readings):
                 return f"exclude pattern {pattern.pattern!r}"
-        if self._include and not any(p.search(url) for p in self._include):
+        if self._include and not any(p.search(reading) for p in self._include for reading in readings):
             return "no include pattern matches"
         return None

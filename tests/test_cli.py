@@ -168,3 +168,13 @@ async def test_sigint_stops_cleanly_with_130(site: Site, tmp_path: Path) -> None
     report = json.loads((archive / "report.json").read_text())
     assert report["interrupted"] is True
     assert report["complete"] is False
+
+
+async def test_plugin_options_before_the_command_count(site: Site, tmp_path: Path) -> None:
+    site.page("/")
+    archive = tmp_path / "a"
+    before = ("--disable-plugin", "index", "--disable-plugin", "sitemap")
+    assert await run_cli(*before, "crawl", site.url("/"), "-o", str(archive), *FAST) == 0
+    assert (archive / "warc").is_dir()
+    assert not (archive / "index").exists()
+    assert site.hits["/sitemap.xml"] == 0

@@ -17,7 +17,12 @@ from archiver.urls import Scope, canonical_key, clean_url, site_of, wire_url
         ("ftp://example.org/file", None),
         ("http://[::1", None),
         ("http://exa mple.org/", None),
-        ("http:///nohost", None),
+        ("http:///nohost", "http://nohost/"),  # as a browser reads it
+        ("http://other\\@root/x", "http://other/@root/x"),
+        ("HTTP://Ex.ORG\\a\\..\\b", "http://ex.org/b"),
+        ("http://0x7f.1:8080/", "http://127.0.0.1:8080/"),
+        ("http://h/a/%2e%2E/b/./c", "http://h/b/c"),
+        ("http://h:0/", None),
         ("data:text/html,hi", None),
     ],
 )

@@ -30,13 +30,34 @@ def output_options(func: F) -> F:
     return json_option()(func)
 
 
+BEFORE_COMMAND = {
+    "plugins": "archiver.plugins_before_command",
+    "disabled": "archiver.disabled_before_command",
+}
+"""Where ``archiver --plugin M --disable-plugin N COMMAND`` leaves its values (the click context's
+`meta`, shared by the group and its command) for the command's own options to add them."""
+
+
+def remember_before_command(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    """The group's --plugin/--disable-plugin, kept for the command that follows."""
+    if param.name in BEFORE_COMMAND:
+        ctx.meta[BEFORE_COMMAND[param.name]] = tuple(value)
+
+
+def _with_group_values(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    before: tuple[str, ...] = ctx.meta.get(BEFORE_COMMAND.get(param.name or "", ""), ())
+    return (*before, *value)
+
+
 def plugin_options(func: F) -> F:
-    """--plugin/--disable-plugin, for the commands that crawl."""
+    """--plugin/--disable-plugin, for the commands that crawl; the same options given before
+    the command (``archiver --disable-plugin index crawl ...``) count as given to it."""
     func = click.option(
         "--disable-plugin",
         "disabled",
         multiple=True,
         metavar="NAME",
+        callback=_with_group_values,
         help="Do not load this plugin (repeatable).",
     )(func)
     return click.option(
@@ -44,6 +65,7 @@ def plugin_options(func: F) -> F:
         "plugins",
         multiple=True,
         metavar="MODULE",
+        callback=_with_group_values,
         help="Also load this plugin module, from the installed packages or the current folder (repeatable).",
     )(func)
 

@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-from archiver.errors import ArchiveError
+from archiver.errors import ArchiveError, exhausted
 
 from .settings import IndexSettings
 from .spool import Spool
-from .store import Capture, spool_path
+from .store import EXIT_EXHAUSTED, Capture, spool_path
 
 log = logging.getLogger("archiver.index")
 
@@ -92,6 +92,9 @@ class IndexFeeder:
             _retire(process)
             if code == 0 or mode == "stop" or self._stopping or self.restarts >= self.options.max_restarts:
                 break
+            if code == EXIT_EXHAUSTED:
+                log.warning("index writer stopped (no space or no file handles left); pages stay spooled")
+                break
             log.warning("index writer exited with %s; restarting it", code)
             self.restarts += 1
             self._spawn()
@@ -155,7 +158,8 @@ class IndexFeeder:
         try:
             self._spool_pages()
         except BaseException as exc:  # reported to the crawl by put()
-            log.error("index spool failed: %s", exc)
+            # a full disk or a spent file limit stops the whole crawl, which says so once
+            (log.debug if exhausted(exc) else log.error)("index spool failed: %s", exc)
             with self._arrived:
                 self._error = exc
                 batch, self._batch = self._batch, None
@@ -205,6 +209,10 @@ class IndexFeeder:
                 self._spawn()  # first pages: start the writer (in this thread, not the crawl's)
             return
         if process.poll() is None:
+            return
+        if process.returncode == EXIT_EXHAUSTED and self.restarts < self.options.max_restarts:
+            log.warning("index writer stopped (no space or no file handles left); pages stay spooled")
+            self.restarts = self.options.max_restarts + 1
             return
         if self.restarts >= self.options.max_restarts:
             if self.restarts == self.options.max_restarts:

@@ -34,6 +34,10 @@ WRITER_MEMORY_MB = 32
 """The postings a segment holds before it is written (`segment.py`): ~800 bench pages, more
 than a commit's default batch of 500; a writer's peak RSS is ~70 MB with it."""
 
+EXIT_EXHAUSTED = 75
+"""The index writer's exit code when the disk is full or the open-files limit is spent:
+restarting it would only fail again."""
+
 
 class DamagedIndexError(ArchiveError):
     """The whoosh files cannot be read (cut short by a crash or a power loss)."""

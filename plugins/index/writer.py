@@ -28,12 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveLockedError
+from archiver.errors import ArchiveLockedError, exhausted
 
 from .segment import SegmentBuilder
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
+    EXIT_EXHAUSTED,
     Capture,
     WriterLock,
     make_document,
@@ -246,14 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="archiver: %(message)s")
-    return run(
-        args.archive,
-        args.batch_size,
-        args.batch_seconds,
-        args.max_chars,
-        crawl_share=args.crawl_share,
-        processes=args.processes,
-    )
+    try:
+        return run(
+            args.archive,
+            args.batch_size,
+            args.batch_seconds,
+            args.max_chars,
+            crawl_share=args.crawl_share,
+            processes=args.processes,
+        )
+    except Exception as exc:
+        cause = exhausted(exc)
+        if cause is None:
+            raise
+        # What is committed stays and the rest stays spooled; the crawl says what ran out.
+        log.debug("index writer stopped: %s", cause)
+        return EXIT_EXHAUSTED
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -312,8 +313,26 @@ def _fields(block: bytes, encoding: str) -> dict[str, str]:
     for line in block.decode(encoding, "replace").split("\r\n")[1:]:
         name, colon, value = line.partition(":")
         if colon:
-            fields.setdefault(name.strip().lower(), value.strip())
+            fields.setdefault(name.strip().lower(), value.strip(" \t"))  # bytes kept as they came
     return fields
+
+
+_UNSENDABLE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def sendable(value: str | None) -> str | None:
+    """A stored validator (its bytes read as latin-1) as the text that sends those same bytes,
+    or None when it cannot be sent back: control characters, or bytes that are not UTF-8
+    (the HTTP client writes header text as UTF-8).  The URL is then fetched in full."""
+    if not value:
+        return None
+    raw = value.encode("latin-1", "replace")
+    if _UNSENDABLE.search(raw):
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 class UpdateLookup:
@@ -324,6 +343,7 @@ class UpdateLookup:
 
     def __init__(self) -> None:
         self.table: StoredCaptures | None = None
+        self._damaged: set[str] = set()
 
     @hookimpl(trylast=True)
     async def crawl_started(self, crawl: Crawl) -> None:
@@ -350,10 +370,12 @@ class UpdateLookup:
         found = self.table.get(url)
         if found is None or not 200 <= found.status < 300:
             return
-        if found.etag:
-            headers["If-None-Match"] = found.etag  # weak ETags (W/"...") go as they came
-        if found.last_modified:
-            headers["If-Modified-Since"] = found.last_modified
+        etag = sendable(found.etag)
+        if etag:
+            headers["If-None-Match"] = etag  # weak ETags (W/"...") go as they came
+        last_modified = sendable(found.last_modified)
+        if last_modified:
+            headers["If-Modified-Since"] = last_modified
 
     @hookimpl
     async def stored_page(self, url: str, crawl: Crawl) -> Page | None:
@@ -365,15 +387,33 @@ class UpdateLookup:
         return await asyncio.to_thread(self.table.read_page, found)
 
     @hookimpl
-    def same_as_stored(self, page: Page, crawl: Crawl) -> bool | None:
-        if self.table is None or page.truncated or not page.body:
+    async def same_as_stored(self, page: Page, crawl: Crawl) -> bool | None:
+        """Same digest as the latest capture, and that capture still reads whole: a revisit
+        pointing at a damaged copy would leave the URL unreadable, so the fresh answer is
+        then stored in full instead (`damaged`)."""
+        table = self.table
+        if table is None or page.truncated or not page.body:
             return None
-        found = self.table.get(page.url)
+        found = table.get(page.url)
         if found is None or found.status != page.status or found.digest is None:
             return None
         from .records import payload_digest
 
-        return found.digest == payload_digest(page.body)
+        if found.digest != payload_digest(page.body):
+            return False
+        stored = await asyncio.to_thread(table.read_page, found)
+        if stored is None or payload_digest(stored.body) != found.digest:
+            log.warning("%s: the stored copy is damaged; the fresh answer is stored in full", page.url)
+            self._damaged.add(page.url)
+            return False
+        return True
+
+    def damaged(self, url: str) -> bool:
+        """Whether `url`'s stored copy was found damaged (its fresh answer must not be a revisit)."""
+        if url not in self._damaged:
+            return False
+        self._damaged.discard(url)
+        return True
 
     def refers_to(self, url: str) -> tuple[str, str, str | None, str | None] | None:
         """What the server-not-modified revisit of `url` points at."""

@@ -41,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveError
+from archiver.errors import ArchiveError, exhausted
 from archiver.model import Link, Page
 
 from .dedup import DB_NAME, DedupTable
@@ -91,13 +91,14 @@ def page_message(
     page: Page,
     links: Sequence[Link],
     refers_to: tuple[str, str, str | None, str | None] | None = None,
+    whole: bool = False,
 ) -> bytes:
     """The ``page`` frame, on the crawl's event loop: kept to plain values, which pickle
     fastest (an aware datetime alone costs more than the rest, so it goes as text, and each
     link is one ``URL KIND`` string, the metadata record's outlink value)."""
     fields = _page_fields(page)
     fields = (*fields[:_WHEN], fields[_WHEN].isoformat(), *fields[_WHEN + 1 :])
-    return frame(("page", seq, fields, [link.url + " " + link.kind for link in links], refers_to))
+    return frame(("page", seq, fields, [link.url + " " + link.kind for link in links], refers_to, whole))
 
 
 _page_fields = operator.attrgetter(*PAGE_FIELDS)
@@ -254,13 +255,14 @@ class Session:
 
     def _build(self, message: tuple[Any, ...], originals: Originals) -> PageRecords:
         """One exchange's records; a 304's `refers_to` (URI, date, record id, payload digest)
-        is the stored capture it confirmed."""
-        _kind, _seq, fields, links, refers_to = message
+        is the stored capture it confirmed; a `whole` page is stored in full, never as a
+        revisit (the copy a revisit would point at is damaged)."""
+        _kind, _seq, fields, links, refers_to, whole = message
         return self.maker.page(
             page_of(fields),
             links,
             originals,
-            dedup=self.settings.dedup,
+            dedup=self.settings.dedup and not whole,
             metadata=self.settings.metadata,
             not_modified=Original(*refers_to[:3]) if refers_to is not None else None,
             not_modified_digest=refers_to[3] if refers_to is not None else None,
@@ -324,6 +326,9 @@ def _answer(seq: int, work: Callable[..., Any], *args: Any) -> Answer:
     except ArchiveError as exc:
         return ("error", seq, str(exc))
     except Exception as exc:  # a bug must fail the page, not hang the crawl
+        cause = exhausted(exc)
+        if cause is not None:  # the crawl stops on it and says so once
+            return ("error", seq, f"WARC writer: {cause}: {exc}")
         traceback.print_exc()
         return ("error", seq, f"WARC writer: {exc!r}")
 

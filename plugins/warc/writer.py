@@ -96,9 +96,10 @@ class WriterProcess:
         page: Page,
         links: Sequence[Link],
         refers_to: tuple[str, str, str | None, str | None] | None = None,
+        whole: bool = False,
     ) -> asyncio.Future[Any]:
         seq = next(self._seq)
-        return self._send(seq, page_message(seq, page, links, refers_to))
+        return self._send(seq, page_message(seq, page, links, refers_to, whole))
 
     def _send(self, seq: int, data: bytes) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
@@ -198,10 +199,11 @@ class WarcWriter:
         refers_to = None
         if page.unchanged and page.status == 304 and self.stored is not None:
             refers_to = self.stored.refers_to(page.url)
+        whole = self.stored is not None and self.stored.damaged(page.url)
         async with self._slots:
             # Once sent, a page is written even if this task is cancelled (its answer is then
             # dropped); a later ``close`` is still handled after it: the pipe keeps the order.
-            records, size, revisit = await process.settle(process.send_page(page, links, refers_to))
+            records, size, revisit = await process.settle(process.send_page(page, links, refers_to, whole))
         crawl.stats["warc.records"] += records
         crawl.stats["warc.bytes"] += size
         if revisit:
