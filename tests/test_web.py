@@ -400,14 +400,18 @@ async def test_follows_a_crawl_in_progress(site: Site, crawl_archive: CrawlFn, t
 
 
 async def test_several_archives(site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
-    site.page("/", "<title>Apple pie</title><p>apple pie with cinnamon</p>")
-    other_site.page("/", "<title>Apple tart</title><p>apple tart with almonds</p>")
+    site.page("/", "<title>Apple pie with raisins</title><h1>Cinnamon</h1><p>apple pie with cinnamon</p>")
+    other_site.page("/", "<title>Apple tart</title><p>apple tart with almonds and raisons</p>")
     await crawl_archive(site.url("/"), plugins=PLUGINS, output=str(tmp_path / "one" / "kitchen"))
     await crawl_archive(other_site.url("/"), plugins=PLUGINS, output=str(tmp_path / "two" / "kitchen"))
     async with serving([tmp_path / "one" / "kitchen", tmp_path / "two" / "kitchen"]) as client:
         both = await text_of(client, "/search?q=apple")
         assert "2 results" in both and "Apple pie" in both and "Apple tart" in both
         assert '<option value="kitchen-2">' in both
+        found_in_one = await text_of(client, "/search?q=raisons")
+        assert "1 result" in found_in_one and "Did you mean" not in found_in_one
+        misspelt = await text_of(client, "/search?q=cinammon")
+        assert "Did you mean" in misspelt and ">cinnamon</a>" in misspelt
         one = await text_of(client, "/search?q=apple&archive=kitchen-2")
         assert "1 result" in one and "Apple tart" in one
         await text_of(client, "/search?q=apple&archive=nope")
