@@ -22,7 +22,7 @@ from . import __version__
 from .errors import ConfigError
 from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
 
-DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
+DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/site-archiver/)"
 _DAY = 86_400.0
 _GIB = 1 << 30
 
