@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import io
 import re
 import signal
@@ -13,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import pytest
 from aiohttp import ClientSession, web
@@ -179,6 +180,46 @@ async def test_replay_redirects_nearest_capture_and_headers(site: Site, crawl_ar
         gone = await client.get(f"/missing/2/{site.url('/pears')}", allow_redirects=False)
         assert gone.status == 302  # archived after all: the missing page sends the reader there
     assert site.hits["/never"] == 0 and site.hits["/nothing.png"] == 0
+
+
+async def test_a_query_not_archived_replays_its_path_by_pywbs_fuzzy_match(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    """A site's search form asks for `search.html?q=...`, never crawled: the archived
+    `search.html` answers, the banner saying so, by pywb's rules for which queries may differ."""
+    site.page(
+        "/",
+        '<a href="/search.html">search</a> <a href="/find?q=apple">find</a>'
+        ' <a href="/dir/page">deeper</a> <script src="/app.js?v=1"></script>',
+    )
+    site.page("/search.html", "<title>Search</title><p>Type words to search the docs.</p>")
+    site.page("/find?q=apple", "<p>Found apples.</p>")
+    site.page("/dir/page", "<p>Deeper page.</p>")
+    site.page("/app.js?v=1", "var loaded = 1;", content_type="text/javascript")
+    archive = (await crawl_archive(site.url("/"), plugins=PLUGINS)).archive
+    async with serving([archive]) as client:
+        asked = site.url("/search.html?q=lambda&check_keywords=yes")
+        first = await client.get(f"/replay/2/{asked}", allow_redirects=False)
+        assert first.status == 302 and first.headers["Location"].endswith(asked)
+        page = await client.get(first.headers["Location"], allow_redirects=False)
+        body = await page.text()
+        assert page.status == 200 and "Type words to search the docs." in body
+        assert "Not archived as asked" in body and html.escape(asked) in body
+        assert f'href="/history?url={quote(site.url("/search.html"), safe="")}"' in body
+
+        script = await client.get(f"/replay/2id_/{site.url('/app.js?v=2')}")
+        assert script.status == 200 and await script.text() == "var loaded = 1;"
+        busted = await text_of(client, f"/replay/2id_/{site.url('/find?q=apple&_=1700000000')}")
+        assert busted == "<p>Found apples.</p>"
+
+        # without a file extension the query is the page: another search is not archived
+        other = await text_of(client, f"/replay/2/{site.url('/find?q=pear')}", status=404)
+        assert "Not in the archive" in other
+        await text_of(client, f"/replay/2/{site.url('/dir?q=1')}", status=404)
+
+        exact = await client.get(f"/replay/2/{site.url('/search.html')}")
+        assert exact.status == 200 and "Not archived as asked" not in await exact.text()
+    assert site.hits["/search.html"] == 1 and "/search.html?q=lambda&check_keywords=yes" not in site.hits
 
 
 @pytest.mark.parametrize(
