@@ -19,12 +19,16 @@ from urllib.parse import urlsplit
 
 from archiver.errors import ArchiveError, UsageError
 
+from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
 from .fuzzy import SEARCH_LIMIT, stands_in
 
 REFRESH_SECONDS = 2.0
 
 log = logging.getLogger("archiver.web")
+
+
+RENDERED = (DOM_PREFIX, SCREENSHOT_PREFIX)
 
 
 def site_of(url: str) -> str:
@@ -232,14 +236,20 @@ class Library:
     def is_archived(self, url: str) -> bool:
         return any(h.captures(url) for h in self.handles)
 
-    def nearest(self, url: str, timestamp: str) -> Found | None:
+    def renderings(self, url: str) -> list[Found]:
+        """The browser capture's records of `url` (rendered DOMs, screenshots), oldest first."""
+        found = [Found(h, c) for prefix in RENDERED for h in self.handles for c in h.captures(prefix + url)]
+        found.sort(key=lambda f: (f.capture.timestamp, f.archive.name, f.capture.url))
+        return found
+
+    def nearest(self, url: str, timestamp: str, *, fuzzy: bool = True) -> Found | None:
         """The capture of `url` nearest to `timestamp` (later wins a tie).
 
         Captures of exactly this URL are preferred to those that only share its SURT
         key (``http:`` and ``https:``, ``www.``), so that a redirect from one to the
         other is not answered with itself.
         """
-        found = self.history(url) or self._fuzzy(url)
+        found = self.history(url) or (self._fuzzy(url) if fuzzy else [])
         if not found:
             return None
         exact = [f for f in found if f.capture.url == url]
