@@ -97,11 +97,11 @@ class Crawler:
         `force` cancels them now (a second Ctrl-C).
         """
         if force and self._stopping.is_set():
-            log.warning("second interrupt: cancelling now")
+            log.info("stopping now: cancelling the fetches in flight")
             for task in list(self._busy):
                 task.cancel()
         if not self._stopping.is_set():
-            log.warning("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
+            log.info("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
             self.crawl.interrupted = True
             self._stopping.set()
 

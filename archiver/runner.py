@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -24,7 +25,7 @@ import pluggy
 
 from .archive import prepare_archive
 from .config import Config
-from .crawler import Crawler
+from .crawler import GRACE_SECONDS, Crawler
 from .crawllog import build_report
 from .errors import ArchiverError, ConfigError, UsageError
 from .frontier import Frontier, MemoryFrontier
@@ -62,6 +63,11 @@ async def run_crawl(
 
                 def on_signal(signum: int = signum) -> None:
                     again, crawler.crawl.signal = crawler.crawl.interrupted, signum
+                    _tell(
+                        "second interrupt: cancelling the fetches in flight"
+                        if again
+                        else f"stopping: finishing in-flight fetches (up to {GRACE_SECONDS:.0f} s)"
+                    )
                     crawler.stop(force=again)
 
                 loop.add_signal_handler(signum, on_signal)
@@ -76,6 +82,13 @@ async def run_crawl(
                     await bar
             for signum in installed:
                 loop.remove_signal_handler(signum)
+
+
+def _tell(message: str) -> None:
+    """A line for the person who pressed Ctrl-C, on stderr as the docs show it (no logger
+    prefix); not under -q or --json, which keep stderr for errors."""
+    if logging.getLogger("archiver").isEnabledFor(logging.WARNING):
+        click.echo(message, err=True)
 
 
 async def _progress(crawler: Crawler) -> None:

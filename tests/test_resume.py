@@ -267,7 +267,12 @@ async def test_sigint_then_resume_fetches_each_page_once(site: Site, tmp_path: P
     proc.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err.decode()
-    assert b"run the same command again to resume" in err
+    lines = err.decode().splitlines()
+    # what the user is told, as docs/resume.md shows it: plain lines, no logger prefix
+    assert "stopping: finishing in-flight fetches (up to 5 s)" in lines, lines
+    assert lines[-1] == f"Interrupted: run the same command again to resume into {archive}."
+    assert "archiver: warning: robots.txt is ignored for this crawl (--ignore-robots)" in lines
+    assert not any(line.startswith(("WARNING", "INFO")) for line in lines), lines
     status = archive_status(archive)
     assert status.state == "resumable"
     assert status.counts.in_flight == 0  # in-flight fetches finished in the grace period
