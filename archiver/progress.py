@@ -21,19 +21,12 @@ from rich.text import Text
 from .frontier import Counts, Frontier
 from .model import Crawl
 from .politeness import HostLimiter
+from .units import size
 
 REFRESH_SECONDS = 0.25
 RATE_WINDOW = 10.0
 """Seconds of recent progress the rate and the estimate of the time left are taken over."""
 _BAR_WIDTH = 20
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
 
 
 def _clock(seconds: float) -> str:
@@ -72,6 +65,14 @@ def crawl_lines(snapshot: Snapshot) -> list[str]:
     if snapshot.pace:
         lines.extend(snapshot.pace.split("\n"))
     return lines
+
+
+def crawling_details(counts: Counts, speed: float, received: int) -> str:
+    """The counts line while pages are fetched; its size in the unit of the final summary."""
+    return (
+        f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
+        f" | {speed:.0f} pages/s | {size(received)}"
+    )
 
 
 def render(snapshot: Snapshot) -> Group:
@@ -153,10 +154,7 @@ async def show_progress(
                     for key, value in stats.items()
                     if key.endswith(".pending") and value
                 )
-                details = (
-                    f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
-                    f" | {speed:.0f} pages/s | {_size(stats['bytes'])}{lag}"
-                )
+                details = crawling_details(counts, speed, stats["bytes"]) + lag
                 remaining = counts.queued + counts.in_flight
                 snapshot = Snapshot(
                     "crawling",

@@ -36,6 +36,7 @@ from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
 from .terminal import echo
+from .units import size
 
 
 async def run_crawl(
@@ -167,7 +168,7 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def human_summary(report: dict[str, Any]) -> str:
     classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
     lines = [
-        f"Crawled {report['pages']} pages ({report['bytes'] / 1e6:.1f} MB)"
+        f"Crawled {report['pages']} pages ({size(report['bytes'])})"
         f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
         f" {report['failed']} failed, {report['redirects']} redirects.",
         f"Status: {classes}.",
