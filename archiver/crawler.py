@@ -134,17 +134,21 @@ class Crawler:
             exhausted = counts.queued == 0 and counts.in_flight == 0
             crawl.complete = not (crawl.interrupted or roots_failed) and exhausted
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
-            crawl.pending_at_end = waiting
+            crawl.pending_at_end = dict(waiting)
             finish_started = time.monotonic()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
                 if waiting:
-                    # plugins catching up after the last page (the index): a stage of its own
+                    # plugins catching up after the last page (the index): a stage of its own,
+                    # counted from what each plugin had to do as it began (it may correct the
+                    # figure of its last page in `pending_at_end`), as the progress display counts
+                    at_end = crawl.pending_at_end
                     crawl.after_crawl = {
                         "seconds": round(time.monotonic() - finish_started, 3),
                         "caught_up": {
-                            key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
+                            key.split(".", 1)[0]: max(at_end.get(key, n) - crawl.stats[key], 0)
+                            for key, n in waiting.items()
                         },
                     }
                 await self.frontier.close()

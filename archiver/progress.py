@@ -118,9 +118,18 @@ async def show_progress(
 ) -> None:
     """Redraw the crawl's progress until cancelled."""
     started = time.monotonic()
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        await _redraw(crawl, frontier, live, limiter, started)
+
+
+async def _redraw(
+    crawl: Crawl, frontier: Frontier, live: Live, limiter: HostLimiter | None, started: float
+) -> None:
+    """The display's loop; cancelled when the crawl ends, after a last frame of the catch-up
+    with its final count (the one the summary gives)."""
     rate = _Rate()
     stage: tuple[str, int, float] | None = None  # after the crawl: (label, pages to go, started)
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    try:
         while True:
             now = time.monotonic()
             finishing = crawl.finishing
@@ -130,10 +139,12 @@ async def show_progress(
                 if stage is None:
                     name = next((k for k, v in waiting.items() if v), "plugins")
                     at_end = crawl.pending_at_end.get(f"{name}.pending", 0)
-                    stage = (name, max(at_end, waiting.get(name, 0), 1), now)
+                    # the count the plugin took as it began: the summary's "caught up" is
+                    # counted from it too
+                    stage = (name, at_end or max(waiting.get(name, 0), 1), now)
                     rate = _Rate()
                 name, total, stage_started = stage
-                done = total - waiting.get(name, 0)
+                done = min(max(total - waiting.get(name, 0), 0), total)
                 speed = rate.add(now, done)
                 snapshot = Snapshot(
                     f"{name} catch-up",
@@ -167,3 +178,17 @@ async def show_progress(
                 )
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)
+    except asyncio.CancelledError:
+        if stage is not None:
+            name, total, stage_started = stage
+            done = min(max(total - crawl.stats.get(f"{name}.pending", 0), 0), total)
+            final = Snapshot(
+                f"{name} catch-up",
+                done,
+                total,
+                time.monotonic() - stage_started,
+                None,
+                f"{done:,} of {total:,} pages | done",
+            )
+            live.update(render(final), refresh=True)
+        raise

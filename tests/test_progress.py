@@ -40,6 +40,10 @@ async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site
     caught_up = report["after_crawl"]["caught_up"]["index"]
     assert 0 < caught_up <= PAGES + 1 and report["after_crawl"]["seconds"] > 0
     assert f"Then index caught up {caught_up:,} pages in" in output
+    # the display's last count of the catch-up is the summary's: "N of N pages", N caught up
+    counted = [re.match(r"(\d+) of (\d+) pages", line) for line in lines]
+    done, total = (int(n) for n in [m for m in counted if m][-1].groups())
+    assert done == total == caught_up, (done, total, caught_up)
 
 
 def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
