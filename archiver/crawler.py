@@ -205,7 +205,8 @@ class Crawler:
         marked = await self.frontier.mark_done(found)
         crawl.stats["resume_from_warc"] += marked
         log.warning(
-            "resuming: %d URLs were in flight; %d already archived (not fetched again), %d fetched again",
+            "resuming: %d URLs were in flight when the last run stopped: %d already archived"
+            " (not fetched again), %d to fetch",
             len(recovered),
             marked,
             len(recovered) - marked,
