@@ -122,6 +122,36 @@ async def test_search_browse_history_and_status(site: Site, crawl_archive: Crawl
 
         status = await text_of(client, "/status")
         assert "finished" in status and "fetched" in status and site.url("/pears") in status
+        assert "Last run" in status and "pages/s" in status
+
+
+async def test_status_keeps_the_figures_of_each_run_apart(site: Site, crawl_archive: CrawlFn) -> None:
+    """The queue's counts (this crawl), the crawl log's (every run) and report.json's (the last
+    finished run) are three groups; while a run writes the archive, the last run's pages/s and
+    wall time are not shown beside its counts."""
+    archive = await crawl_garden(site, crawl_archive, frontier="sqlite")
+    async with serving([archive]) as client:
+        finished = await text_of(client, "/status")
+        assert re.findall(r'<dl class="counts (\w+)">', finished) == ["frontier", "log", "report"]
+        assert "URLs of the last crawl" in finished and "Last run" in finished
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from archiver.lock import ArchiveLock;"
+            " lock = ArchiveLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)",
+            str(archive),
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert holder.stdout is not None
+            assert await asyncio.wait_for(holder.stdout.readline(), 30) == b"locked\n"
+            running = await text_of(client, "/status")
+        finally:
+            holder.kill()
+            await holder.wait()
+        assert "crawling" in running and "URLs of this crawl" in running
+        assert re.findall(r'<dl class="counts (\w+)">', running) == ["frontier", "log"]
+        assert "pages/s" not in running
 
 
 # -- replay ----------------------------------------------------------------------------
