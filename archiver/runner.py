@@ -36,7 +36,7 @@ from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
 from .terminal import echo
-from .units import size
+from .units import plural, size
 
 
 async def run_crawl(
@@ -168,9 +168,9 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def human_summary(report: dict[str, Any]) -> str:
     classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
     lines = [
-        f"Crawled {report['pages']} pages ({size(report['bytes'])})"
+        f"Crawled {plural(report['pages'], 'page')} ({size(report['bytes'])})"
         f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
-        f" {report['failed']} failed, {report['redirects']} redirects.",
+        f" {report['failed']} failed, {plural(report['redirects'], 'redirect')}.",
         f"Status: {classes}.",
     ]
     if report.get("not_modified"):
@@ -182,7 +182,7 @@ def human_summary(report: dict[str, Any]) -> str:
             lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in report[key].items()) + ".")
     after = report.get("after_crawl")
     if after:
-        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        caught = ", ".join(f"{name} caught up {plural(n, 'page')}" for name, n in after["caught_up"].items())
         total = report["wall_seconds"] + after["seconds"]
         lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
     lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")

@@ -38,6 +38,7 @@ from whoosh.qparser import (
 )
 from whoosh.searching import ResultsPage, TimeLimit
 
+from archiver.api import plural
 from archiver.errors import ArchiveError, ArchiverError
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
@@ -429,7 +430,7 @@ def _run(
         )
     pending = pending_in(index_root(archive) / "spool.sqlite")
     if searcher.doc_count() == 0:
-        waiting = f" ({pending:,} pages are waiting to be indexed)" if pending else ""
+        waiting = f" ({plural(pending, 'page')} waiting to be indexed)" if pending else ""
         raise EmptyIndexError(f"the search index of {archive} holds no pages yet{waiting}")
     parsed = parse(searcher.schema, query_text) if query_text.strip() else query.Every()
     deadline = started + time_limit

@@ -21,7 +21,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from archiver import __version__
-from archiver.api import plural
+from archiver.api import plural, size
 from archiver.archive import saved_config
 from archiver.errors import ArchiveError, ArchiverError, UsageError
 
@@ -73,12 +73,13 @@ class ExportResult:
 
     def summary(self) -> str:
         if self.format == "wacz":
+            errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
             return (
-                f"Packed {self.files} files into {self.output} ({self.bytes / 1e6:.1f} MB)"
-                f" in {self.seconds:.1f} s." + (f" {len(self.errors)} errors." if self.errors else "")
+                f"Packed {plural(self.files, 'file')} into {self.output} ({size(self.bytes)})"
+                f" in {self.seconds:.1f} s.{errors}"
             )
         line = (
-            f"Exported {self.files} files ({self.bytes / 1e6:.1f} MB) to {self.output}"
+            f"Exported {plural(self.files, 'file')} ({size(self.bytes)}) to {self.output}"
             f" in {self.seconds:.1f} s: {self.written} written, {self.unchanged} unchanged,"
             f" {self.removed} removed."
         )
@@ -86,12 +87,12 @@ class ExportResult:
             line += f" {plural(self.rendered, 'page')} as rendered by the browser (--browser crawl)."
         if self.missing is not None and self.missing.targets:
             line += (
-                f" {self.missing.link_count} links to {len(self.missing.targets)} URLs"
-                f" not in the archive stay on the web"
+                f" {plural(self.missing.link_count, 'link')} to {plural(len(self.missing.targets), 'URL')}"
+                f" not in the archive {'stays' if self.missing.link_count == 1 else 'stay'} on the web"
             )
             line += f" (see {self.report_path})." if self.report_path else "."
         if self.errors:
-            line += f" {len(self.errors)} errors."
+            line += f" {plural(len(self.errors), 'error')}."
         return line
 
     def to_json(self) -> dict[str, Any]:

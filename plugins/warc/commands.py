@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from archiver.api import json_option
+from archiver.api import json_option, plural
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
@@ -71,7 +71,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
             click.echo(printable(str(fault)))
         if report.ok:
             if not quiet:
-                click.echo(printable(f"ok {path} ({report.records} records)"))
+                click.echo(printable(f"ok {path} ({plural(report.records, 'record')})"))
             continue
         damaged += 1
         if truncate and any(f.fatal for f in report.faults):
