@@ -24,10 +24,17 @@ from .urls import clean_url
 # -- before the run ------------------------------------------------------------------------
 
 
-def resumed_config(archive: Path, overrides: Mapping[str, Any]) -> Config:
-    """The configuration saved in `archive`, with the command line's options on top."""
+def resumed_config(archive: Path, overrides: Mapping[str, Any], *, update: bool = False) -> Config:
+    """The configuration saved in `archive`, with the command line's options on top
+    (for `--resume ARCHIVE`, or `--update ARCHIVE` when `update`)."""
     saved = archive / CONFIG_NAME
     if not saved.is_file():
+        if update:
+            what = "no archive at" if not archive.exists() else "not an archive (no crawl.toml):"
+            raise UsageError(
+                f"{what} {archive}; --update ARCHIVE crawls an existing archive again."
+                f" To make a new one: archiver crawl URL -o {archive}"
+            )
         raise UsageError(f"{archive} has no {CONFIG_NAME}: nothing to resume")
     return load_config(saved, {**overrides, "output": str(archive)})
 

@@ -134,7 +134,7 @@ def crawl_command(
 
         if urls or config_file or (output and Path(output) != Path(resume_archive)):
             raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
-        config = resumed_config(Path(resume_archive), overrides)
+        config = resumed_config(Path(resume_archive), overrides, update=update is not None)
     else:
         config = load_config(config_file, overrides)
     if plugins or disabled:
