@@ -81,6 +81,13 @@ async def test_crawl_json(site: Site, tmp_path: Path, capsys: pytest.CaptureFixt
     ("args", "code", "message"),
     [
         (["crawl", "ftp://example.org/", "-o", "X"], 2, "is not an http(s) URL"),
+        (
+            ["crawl", "example.org", "-o", "X"],
+            2,
+            "'example.org' is not an http(s) URL; did you mean https://example.org/?",
+        ),
+        (["crawl", "example.org/docs?a=1", "-o", "X"], 2, "did you mean https://example.org/docs?a=1?"),
+        (["crawl", "localhost:8000", "-o", "X"], 2, "did you mean https://localhost:8000/?"),
         (["crawl", "-o", "X"], 2, "give at least one URL"),
         (["crawl", "http://127.0.0.1:9/", "-o", "X", "--max-tasks", "0"], 2, "max_tasks: must be at least 1"),
         (

@@ -147,7 +147,9 @@ def crawl_command(
 
     for root in config.roots:
         if clean_url(root) is None:
-            raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
+            guess = _with_scheme(root)
+            hint = f"; did you mean {guess}?" if guess else ""
+            raise click.BadParameter(f"{root!r} is not an http(s) URL{hint}", param_hint="URLS")
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
     if dry:
@@ -172,3 +174,18 @@ def crawl_command(
 
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)
+
+
+def _with_scheme(root: str) -> str | None:
+    """``https://example.org/`` for ``example.org`` (a host name without a scheme), else None."""
+    from ..urls import clean_url
+
+    if "://" in root or root.startswith(("/", ".")) or not root.strip():
+        return None
+    guess = "https://" + root.strip()
+    if "/" not in guess[len("https://") :]:
+        guess += "/"
+    host = guess[len("https://") :].split("/", 1)[0]
+    if clean_url(guess) is None or ("." not in host and not host.startswith("localhost")):
+        return None
+    return guess
