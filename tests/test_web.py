@@ -543,3 +543,4 @@ def test_serve_command_errors(tmp_path: Path) -> None:
         taken.listen()
         busy = run(str(tmp_path), "--port", str(taken.getsockname()[1]))
     assert busy.returncode == 2 and "cannot listen on 127.0.0.1" in busy.stderr
+    assert "--port 0 for any free one" in busy.stderr and len(busy.stderr.splitlines()) == 1
