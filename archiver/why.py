@@ -217,8 +217,9 @@ async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]
         return dict(cache.entries)
 
 
-def dry_run(config: Config) -> str:
-    """What a crawl with `config` would do with its roots, without writing anything."""
+def dry_run(config: Config) -> tuple[str, list[str]]:
+    """What a crawl with `config` would do with its roots, without writing anything; and the
+    roots whose host did not answer (a crawl now would fail on them)."""
     import asyncio
 
     from .urls import clean_url
@@ -235,6 +236,10 @@ def dry_run(config: Config) -> str:
         f" timeout {config.timeout:g} s.",
         "",
     ]
+    unreachable = []
     for root in config.roots:
-        lines.append(render(explain(root, config, robots)))
-    return "\n".join(lines)
+        explanation = explain(root, config, robots)
+        lines.append(render(explanation))
+        if explanation.unreachable:
+            unreachable.append(root)
+    return "\n".join(lines), unreachable

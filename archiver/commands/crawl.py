@@ -153,9 +153,17 @@ def crawl_command(
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
     if dry:
+        from ..errors import SeedError
+        from ..units import plural
         from ..why import dry_run
 
-        echo(dry_run(config))
+        report, unreachable = dry_run(config)
+        echo(report)
+        if unreachable:  # as the crawl itself would: exit 1, so `--dry-run && crawl` stops here
+            raise SeedError(
+                f"{len(unreachable)} of {plural(len(config.roots), 'root')} unreachable"
+                f" ({unreachable[0]}): a crawl now would fail on {'it' if len(unreachable) == 1 else 'them'}"
+            )
         return
     from ..resume import plan_run, plan_update
 
