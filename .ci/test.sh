@@ -26,6 +26,12 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 echo "== installing Python dependencies into .venv"
+# The distribution was called `archiver` before (a name the package index gives another project):
+# a .venv made then still holds it, and its entry points would load every plugin twice.
+if .venv/bin/python -m pip show -q archiver >/dev/null 2>&1; then
+  .venv/bin/python -m pip uninstall -y -q archiver >/dev/null
+  rm -rf archiver.egg-info
+fi
 if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,browser]'; } >.venv/pip.log 2>&1; then
   cat .venv/pip.log >&2
   exit 1

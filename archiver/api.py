@@ -27,6 +27,7 @@ from .hookspecs import PLUGIN_SETTINGS, FetchRequisite, hookimpl
 from .manager import Hooks, make_plugin_manager, plugin_versions
 from .model import Counts, Crawl, Headers, Link, LinkKind, Page
 from .stash import Stash, StashKey
+from .units import plural, size
 
 if TYPE_CHECKING:
     from .commands import add_crawl_option, json_option
@@ -65,8 +66,10 @@ __all__ = [
     "load_config",
     "make_plugin_manager",
     "plugin_versions",
+    "plural",
     "run_crawl",
     "setting",
+    "size",
 ]
 
 _LAZY = {

@@ -24,7 +24,7 @@ from .hosts import auth_hosts_problem, headers_problem, hosts_tables, proxy_prob
 from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
 from .units import parse_duration, parse_size
 
-DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/archiver/)"
+DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/site-archiver/)"
 _DAY = 86_400.0
 _GIB = 1 << 30
 
@@ -78,7 +78,7 @@ class Config:
     """Bytes received after which the crawl stops, resumable (0: no limit); `500M`, `2G` in words."""
     max_time: float = setting(0.0, low=0, high=365 * _DAY)
     """Seconds of crawling after which it stops, resumable (0: no limit); `30m`, `12h` in words."""
-    min_free_disk: int = setting(100 * 1024 * 1024, low=0, high=1 << 60)
+    min_free_disk: int = setting(100_000_000, low=0, high=1 << 60)
     """The crawl stops, resumable, before the archive's file system has less free space than this."""
 
     # [politeness]

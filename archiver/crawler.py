@@ -45,7 +45,7 @@ from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
-from .units import human_duration, human_size
+from .units import human_duration, size
 from .urls import Scope, canonical_key, clean_url
 
 log = logging.getLogger(__name__)
@@ -107,9 +107,9 @@ class Crawler:
         self._workers: list[asyncio.Task[None]] = []
         self._group: asyncio.TaskGroup | None = None
         self._retire = 0
+        """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._patterns_added = False
         """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
-        """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -119,11 +119,11 @@ class Crawler:
         `force` cancels them now (a second Ctrl-C).
         """
         if force and self._stopping.is_set():
-            log.warning("second interrupt: cancelling now")
+            log.info("stopping now: cancelling the fetches in flight")
             for task in list(self._busy):
                 task.cancel()
         if not self._stopping.is_set():
-            log.warning("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
+            log.info("stopping: finishing in-flight fetches (up to %.0f s)", GRACE_SECONDS)
             self.crawl.interrupted = True
             self._stopping.set()
 
@@ -162,18 +162,22 @@ class Crawler:
             exhausted = counts.queued == 0 and counts.in_flight == 0
             crawl.complete = not (crawl.interrupted or roots_failed) and exhausted
             waiting = {key: n for key, n in crawl.stats.items() if key.endswith(".pending") and n}
-            crawl.pending_at_end = waiting
+            crawl.pending_at_end = dict(waiting)
             finish_started = time.monotonic()
             self.identity.save()
             try:
                 await self.hooks.crawl_finished(crawl)
             finally:
                 if waiting:
-                    # plugins catching up after the last page (the index): a stage of its own
+                    # plugins catching up after the last page (the index): a stage of its own,
+                    # counted from what each plugin had to do as it began (it may correct the
+                    # figure of its last page in `pending_at_end`), as the progress display counts
+                    at_end = crawl.pending_at_end
                     crawl.after_crawl = {
                         "seconds": round(time.monotonic() - finish_started, 3),
                         "caught_up": {
-                            key.split(".", 1)[0]: n - crawl.stats[key] for key, n in waiting.items()
+                            key.split(".", 1)[0]: max(at_end.get(key, n) - crawl.stats[key], 0)
+                            for key, n in waiting.items()
                         },
                     }
                 # each step runs even when one before it failed (a full disk fails them all)
@@ -238,8 +242,8 @@ class Crawler:
             free = shutil.disk_usage(self.archive).free
             if free < floor:
                 self._reach_limit(
-                    f"min_free_disk: {human_size(free)} free on the archive's file system,"
-                    f" under the floor of {human_size(floor)}"
+                    f"min_free_disk: {size(free)} free on the archive's file system,"
+                    f" under the floor of {size(floor)}"
                 )
 
     # -- live control -------------------------------------------------------------------
@@ -358,7 +362,7 @@ class Crawler:
         limit = self.config.max_bytes
         if limit and self._earlier.received + stats["bytes"] >= limit:
             earlier = " (with the earlier runs of this crawl)" if self._earlier.received else ""
-            self._reach_limit(f"max_bytes {human_size(limit)} received{earlier}")
+            self._reach_limit(f"max_bytes {size(limit)} received{earlier}")
 
     async def _reconcile(self) -> int:
         """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
@@ -395,7 +399,8 @@ class Crawler:
         marked = await self.frontier.mark_done(found)
         crawl.stats["resume_from_warc"] += marked
         log.warning(
-            "resuming: %d URLs were in flight; %d already archived (not fetched again), %d fetched again",
+            "resuming: %d URLs were in flight when the last run stopped: %d already archived"
+            " (not fetched again), %d to fetch",
             len(recovered),
             marked,
             len(recovered) - marked,

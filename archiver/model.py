@@ -243,7 +243,10 @@ class Crawl:
     seed_error: str | None = None
     """Why the first root that failed could not be fetched."""
     pending_at_end: dict[str, int] = field(default_factory=dict)
-    """Plugins' own queues (``NAME.pending`` stats) still waiting when the last page was fetched."""
+    """Plugins' own queues (``NAME.pending`` stats) still waiting when the last page was fetched.
+
+    A plugin whose figure was stale then sets its own here as its ``crawl_finished`` begins:
+    the progress display and the summary count its catch-up from it."""
     after_crawl: dict[str, Any] | None = None
     """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
     crawl_log: LogWriter | None = None

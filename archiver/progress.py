@@ -21,19 +21,12 @@ from rich.text import Text
 from .frontier import Counts, Frontier
 from .model import Crawl
 from .politeness import HostLimiter
+from .units import plural, size
 
 REFRESH_SECONDS = 0.25
 RATE_WINDOW = 10.0
 """Seconds of recent progress the rate and the estimate of the time left are taken over."""
 _BAR_WIDTH = 20
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
 
 
 def _clock(seconds: float) -> str:
@@ -73,6 +66,20 @@ def crawl_lines(snapshot: Snapshot) -> list[str]:
     if snapshot.pace:
         lines.extend(snapshot.pace.split("\n"))
     return lines
+
+
+def crawling_details(counts: Counts, speed: float, received: int, lag: str = "") -> str:
+    """The counts lines while pages are fetched; sizes in the unit of the final summary.
+
+    For a crawl shared by several processes the totals are the whole crawl's, then a line
+    gives this process's share."""
+    totals = f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
+    if counts.this_process is None:
+        return f"{totals} | {speed:.0f} pages/s | {size(received)}{lag}"
+    return (
+        f"whole crawl: {totals} | {speed:.0f} pages/s\n"
+        f"this process: {plural(counts.this_process, 'page')}, {size(received)}{lag}"
+    )
 
 
 def render(snapshot: Snapshot) -> Group:
@@ -118,9 +125,18 @@ async def show_progress(
 ) -> None:
     """Redraw the crawl's progress until cancelled."""
     started = time.monotonic()
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        await _redraw(crawl, frontier, live, limiter, started)
+
+
+async def _redraw(
+    crawl: Crawl, frontier: Frontier, live: Live, limiter: HostLimiter | None, started: float
+) -> None:
+    """The display's loop; cancelled when the crawl ends, after a last frame of the catch-up
+    with its final count (the one the summary gives)."""
     rate = _Rate()
     stage: tuple[str, int, float] | None = None  # after the crawl: (label, pages to go, started)
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    try:
         while True:
             now = time.monotonic()
             finishing = crawl.finishing
@@ -130,10 +146,12 @@ async def show_progress(
                 if stage is None:
                     name = next((k for k, v in waiting.items() if v), "plugins")
                     at_end = crawl.pending_at_end.get(f"{name}.pending", 0)
-                    stage = (name, max(at_end, waiting.get(name, 0), 1), now)
+                    # the count the plugin took as it began: the summary's "caught up" is
+                    # counted from it too
+                    stage = (name, at_end or max(waiting.get(name, 0), 1), now)
                     rate = _Rate()
                 name, total, stage_started = stage
-                done = total - waiting.get(name, 0)
+                done = min(max(total - waiting.get(name, 0), 0), total)
                 speed = rate.add(now, done)
                 snapshot = Snapshot(
                     f"{name} catch-up",
@@ -154,17 +172,7 @@ async def show_progress(
                     for key, value in stats.items()
                     if key.endswith(".pending") and value
                 )
-                details = (
-                    f"{counts.done:,} done, {counts.queued:,} queued, {counts.failed:,} failed"
-                    f" | {speed:.0f} pages/s | {_size(stats['bytes'])}{lag}"
-                )
-                if counts.this_process is not None:
-                    # a shared crawl: the totals are every process's, then this one's share
-                    details = (
-                        f"whole crawl: {counts.done:,} done, {counts.queued:,} queued,"
-                        f" {counts.failed:,} failed | {speed:.0f} pages/s\n"
-                        f"this process: {counts.this_process:,} pages, {_size(stats['bytes'])}{lag}"
-                    )
+                details = crawling_details(counts, speed, stats["bytes"], lag)
                 remaining = counts.queued + counts.in_flight
                 snapshot = Snapshot(
                     "paused" if crawl.paused else "crawling",
@@ -177,3 +185,17 @@ async def show_progress(
                 )
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)
+    except asyncio.CancelledError:
+        if stage is not None:
+            name, total, stage_started = stage
+            done = min(max(total - crawl.stats.get(f"{name}.pending", 0), 0), total)
+            final = Snapshot(
+                f"{name} catch-up",
+                done,
+                total,
+                time.monotonic() - stage_started,
+                None,
+                f"{done:,} of {total:,} pages | done",
+            )
+            live.update(render(final), refresh=True)
+        raise

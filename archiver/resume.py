@@ -1,7 +1,8 @@
 """Running a crawl into an archive that already holds one: resume it, or say it is done.
 
 Before the run (`plan_run`, from `archiver crawl`): a complete archive is left alone
-unless `--recrawl`, an interrupted one is resumed, a running one refused.  At the start
+unless `--recrawl`, an interrupted one is resumed, a running one refused, and a URL that is not
+one of the archive's roots is refused (the folder is most likely the wrong one).  At the start
 of the run the crawler itself looks up, through the `archived_pages` hook, the URLs that
 were in flight when the last run stopped (`Crawler._reconcile`).
 """
@@ -12,20 +13,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .archive import CONFIG_NAME
+from .archive import CONFIG_NAME, saved_config
 from .config import Config, load_config
-from .errors import ArchiveLockedError, UsageError
+from .errors import ArchiveError, ArchiveLockedError, UsageError
 from .history import Mode, interrupted_update
 from .state import STATE_NAME
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
+from .urls import clean_url
 
 # -- before the run ------------------------------------------------------------------------
 
 
-def resumed_config(archive: Path, overrides: Mapping[str, Any]) -> Config:
-    """The configuration saved in `archive`, with the command line's options on top."""
+def resumed_config(archive: Path, overrides: Mapping[str, Any], *, update: bool = False) -> Config:
+    """The configuration saved in `archive`, with the command line's options on top
+    (for `--resume ARCHIVE`, or `--update ARCHIVE` when `update`)."""
     saved = archive / CONFIG_NAME
     if not saved.is_file():
+        if update:
+            what = "no archive at" if not archive.exists() else "not an archive (no crawl.toml):"
+            raise UsageError(
+                f"{what} {archive}; --update ARCHIVE crawls an existing archive again."
+                f" To make a new one: archiver crawl URL -o {archive}"
+            )
         raise UsageError(f"{archive} has no {CONFIG_NAME}: nothing to resume")
     return load_config(saved, {**overrides, "output": str(archive)})
 
@@ -40,6 +49,29 @@ def plan_update(config: Config) -> tuple[Mode, bool]:
     if archive_status(archive).state == NEW:
         return "crawl", False
     return "update", not (config.frontier == "sqlite" and interrupted_update(archive))
+
+
+def _refuse_other_roots(config: Config, archive: Path) -> None:
+    """A UsageError when a URL given is not one of the roots the archive was crawled from.
+
+    Such a URL into a complete archive would do nothing, and into an interrupted one it would
+    quietly become one more root of that crawl: most often the folder is the wrong one.
+    """
+    try:
+        saved = saved_config(archive).get("crawl", {}).get("roots", [])
+    except (ArchiveError, OSError, ValueError):
+        return  # no readable crawl.toml: the status of the archive says what is wrong
+    if not isinstance(saved, list) or not saved:
+        return
+    known = {clean_url(str(root)) or str(root) for root in saved}
+    others = [root for root in config.roots if (clean_url(root) or root) not in known]
+    if not others:
+        return
+    shown = ", ".join(map(str, saved[:3])) + (f" and {len(saved) - 3} more" if len(saved) > 3 else "")
+    raise UsageError(
+        f"{others[0]} is not a root of the crawl in {archive} ({shown}): crawl it into a new"
+        f" folder (-o NEW), or crawl {archive} again from the URLs given with --recrawl"
+    )
 
 
 def plan_run(config: Config, *, recrawl: bool = False) -> tuple[bool, str]:
@@ -60,6 +92,7 @@ def plan_run(config: Config, *, recrawl: bool = False) -> tuple[bool, str]:
         for suffix in ("", "-wal", "-shm"):
             (archive / (STATE_NAME + suffix)).unlink(missing_ok=True)
         return True, f"Crawling {archive} again from its roots (--recrawl); earlier WARC files are kept."
+    _refuse_other_roots(config, archive)
     c = status.counts
     if status.state == COMPLETE:
         totals = f" ({c.done} done, {c.failed} failed)" if status.frontier == "sqlite" else ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from .credentials import logged_in, logout_refusal
 from .model import LinkKind
@@ -135,7 +136,11 @@ class Rules:
     def host(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         if kind is not LinkKind.PAGE and self.config.requisites:
             return None  # a page requisite may come from any host; it is never followed
-        return None if self.scope.host_allows(url) else "host out of scope"
+        if self.scope.host_allows(url):
+            return None
+        widen = "; --lenient admits their subdomains" if self.config.strict else ""
+        mode = "strict" if self.config.strict else "lenient"
+        return f"host: {urlsplit(url).netloc or url} is not the host of a root ({mode}{widen})"
 
     def requisites(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         return "requisites disabled" if kind is not LinkKind.PAGE and not self.config.requisites else None

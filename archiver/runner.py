@@ -25,7 +25,7 @@ import pluggy
 
 from .archive import prepare_archive
 from .config import Config
-from .crawler import Crawler
+from .crawler import GRACE_SECONDS, Crawler
 from .crawllog import build_report
 from .errors import ArchiveError, ArchiverError, ConfigError, UsageError, exhausted, exhausted_message
 from .frontier import Frontier, MemoryFrontier
@@ -36,6 +36,7 @@ from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
 from .terminal import echo
+from .units import plural, size
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,11 @@ async def run_crawl(
 
                 def on_signal(signum: int = signum) -> None:
                     again, crawler.crawl.signal = crawler.crawl.interrupted, signum
+                    _tell(
+                        "second interrupt: cancelling the fetches in flight"
+                        if again
+                        else f"stopping: finishing in-flight fetches (up to {GRACE_SECONDS:.0f} s)"
+                    )
                     crawler.stop(force=again)
 
                 loop.add_signal_handler(signum, on_signal)
@@ -105,6 +111,13 @@ def _quiet_when_exhausted(loop: asyncio.AbstractEventLoop, context: dict[str, An
         log.debug("%s: %s", context.get("message"), error)
         return
     loop.default_exception_handler(context)
+
+
+def _tell(message: str) -> None:
+    """A line for the person who pressed Ctrl-C, on stderr as the docs show it (no logger
+    prefix); not under -q or --json, which keep stderr for errors."""
+    if logging.getLogger("archiver").isEnabledFor(logging.WARNING):
+        click.echo(message, err=True)
 
 
 async def _progress(crawler: Crawler) -> None:
@@ -177,7 +190,7 @@ def crawl_and_report(
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when it is installed (`pip install archiver[speed]`), else asyncio's.
+    """uvloop's event loop when it is installed (`pip install site-archiver[speed]`), else asyncio's.
 
     uvloop does the loop's own work (polling, timers, socket writes) in C: the crawl
     spends less CPU per page.  ARCHIVER_LOOP=asyncio forces the standard loop (to compare,
@@ -202,9 +215,9 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def human_summary(report: dict[str, Any]) -> str:
     classes = ", ".join(f"{k} {v}" for k, v in report["by_status_class"].items()) or "none"
     lines = [
-        f"Crawled {report['pages']} pages ({report['bytes'] / 1e6:.1f} MB)"
+        f"Crawled {plural(report['pages'], 'page')} ({size(report['bytes'])})"
         f" in {report['wall_seconds']:.1f} s ({report['pages_per_second']:.0f} pages/s);"
-        f" {report['failed']} failed, {report['redirects']} redirects.",
+        f" {report['failed']} failed, {plural(report['redirects'], 'redirect')}.",
         f"Status: {classes}.",
     ]
     if report.get("not_modified"):
@@ -216,7 +229,7 @@ def human_summary(report: dict[str, Any]) -> str:
             lines.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in report[key].items()) + ".")
     after = report.get("after_crawl")
     if after:
-        caught = ", ".join(f"{name} caught up {n:,} pages" for name, n in after["caught_up"].items())
+        caught = ", ".join(f"{name} caught up {plural(n, 'page')}" for name, n in after["caught_up"].items())
         total = report["wall_seconds"] + after["seconds"]
         lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
     lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")

@@ -128,13 +128,29 @@ def imported_status(archive: Path) -> ArchiveStatus | None:
 
 
 def count_rows(counts: Counts, running: bool) -> list[tuple[str, int]]:
-    """The frontier's totals as `status` and the web UI's status page both show them."""
-    rows = [("done", counts.done), ("queued", counts.queued), ("failed", counts.failed)]
+    """The frontier's totals as `status` and the web UI's status page both show them.
+
+    A crawl that stopped without closing its frontier (a kill, a crash) left a whole leased
+    batch in flight on disk; only those a worker had begun were perhaps fetched, and resume
+    looks them up in the WARC files (fetching them again if they are not there).  The rest
+    were never fetched: they count as queued.
+    """
     if running:
-        rows.append(("taken from the queue", counts.in_flight))
-        rows.append(("being fetched", counts.fetching))
-    elif counts.in_flight:
-        rows.append(("fetched again on resume", counts.in_flight))
+        return [
+            ("done", counts.done),
+            ("queued", counts.queued),
+            ("failed", counts.failed),
+            ("taken from the queue", counts.in_flight),
+            ("being fetched", counts.fetching),
+        ]
+    begun = min(counts.fetching, counts.in_flight)
+    rows = [
+        ("done", counts.done),
+        ("queued", counts.queued + counts.in_flight - begun),
+        ("failed", counts.failed),
+    ]
+    if begun:
+        rows.append(("being fetched when it stopped", begun))
     return rows
 
 

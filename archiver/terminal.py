@@ -36,10 +36,22 @@ def echo(text: str, err: bool = False) -> None:
 
 
 class PrintableFormatter(logging.Formatter):
-    """Log lines name URLs and titles from the web: print them escaped."""
+    """Log lines name URLs and titles from the web: print them escaped.
+
+    A warning or an error is for the user and reads like the command's other messages
+    (``archiver: warning: ...``); the detail -v and -vv add names its logger, for whoever
+    looks into the code.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record), keep_newlines=True)
+        if record.levelno >= logging.WARNING:
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + self.formatException(record.exc_info)
+            text = f"archiver: {record.levelname.lower()}: {message}"
+        else:
+            text = super().format(record)
+        return printable(text, keep_newlines=True)
 
 
 def setup_logging(verbose: int, quiet: bool) -> None:

@@ -1,27 +1,50 @@
-"""Sizes and durations as people write them (`500M`, `2G`, `90s`, `1h30m`) and as they read them.
+"""Counts, sizes and durations as every message prints them, and as people write them.
 
-Sizes are binary, as wget's `-Q` and HTTrack's `-M` count them: `1K` is 1024 bytes, `1M`
-1024 K; `500MB` and `500MiB` mean the same as `500M`.  Durations take `s`, `m`, `h` and `d`,
-alone or in a row (`1h30m`); a bare number is bytes or seconds.
+One way to say "1 page" and "34.9 MB".  Sizes are decimal (1 kB = 1,000 bytes, 1 MB =
+1,000,000 bytes), as disks and networks count them, so the progress line, the crawl summary,
+the export and the limits all give the same figure: `--max-bytes 500M` is 500,000,000 bytes
+and stops the crawl at "500.0 MB".  The binary units are there for who wants them, by their
+own names (`500MiB`).  Durations take `s`, `m`, `h` and `d`, alone or in a row (`1h30m`); a
+bare number is bytes or seconds.
 """
 
 from __future__ import annotations
 
 import re
 
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*", re.IGNORECASE)
-_SIZE_FACTORS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+__all__ = ["human_duration", "parse_duration", "parse_size", "plural", "size"]
+
+_UNITS = ("kB", "MB", "GB", "TB")
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:([kmgt])(i?)b?|b)?\s*", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)
 _DURATION_FACTORS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 page``, ``2 pages``, ``1,024 pages``: `nouns` when the plural is not `noun` + s."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+def size(count: float) -> str:
+    """A byte count in decimal units: ``512 B``, ``34.9 MB``."""
+    if count < 1000:
+        return f"{count:.0f} B"
+    for unit in _UNITS:
+        count /= 1000
+        if count < 999.95 or unit == _UNITS[-1]:
+            return f"{count:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
 def parse_size(text: str) -> int:
-    """Bytes of `500M`, `2G`, `1.5GiB` or `1048576`; ValueError names the expected form."""
+    """Bytes of `500M`, `2GB`, `1.5GiB` or `1000000`; ValueError names the expected form."""
     found = _SIZE.fullmatch(text)
     if found is None:
         raise ValueError(f"expected a size such as 500M or 2G, got {text!r}")
-    number, unit = found.groups()
-    return int(float(number) * _SIZE_FACTORS[(unit or "").lower()])
+    number, unit, binary = found.groups()
+    base = 1024 if binary else 1000
+    return int(float(number) * base ** _POWERS[(unit or "").lower()])
 
 
 def parse_duration(text: str) -> float:
@@ -35,15 +58,6 @@ def parse_duration(text: str) -> float:
     if not parts or _DURATION_PART.sub("", stripped).strip():
         raise ValueError(f"expected a duration such as 30m, 12h or 1h30m, got {text!r}")
     return sum(float(n) * _DURATION_FACTORS[unit.lower()] for n, unit in parts)
-
-
-def human_size(n: float) -> str:
-    """`n` bytes in the units `parse_size` reads (KB, MB, GB: 1024-based)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
 
 
 def human_duration(seconds: float) -> str:

@@ -121,9 +121,14 @@ def _robots_note(url: str, robots: dict[str, RobotsEntry] | None) -> str:
 
 
 def _verdict(url: str, steps: list[Step], logged: dict[str, Any] | None) -> Explanation:
+    from .rules import reason_kind
+
     failed = next((s for s in steps if not s.passed), None)
     if failed is not None:
-        return Explanation(url, False, f"{failed.rule}: {failed.detail}", steps, logged)
+        # "depth 3 > max_depth 2" names its rule already; "host: host ..." would say it twice
+        named = reason_kind(failed.detail) == failed.rule
+        said = failed.detail if named else f"{failed.rule}: {failed.detail}"
+        return Explanation(url, False, said, steps, logged)
     if logged is not None and logged.get("outcome") == "skipped":
         # a refusal no rule can replay (the redirect limit, the page budget)
         return Explanation(url, False, str(logged.get("reason")), steps, logged)
@@ -215,8 +220,9 @@ async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]
         return dict(cache.entries)
 
 
-def dry_run(config: Config) -> str:
-    """What a crawl with `config` would do with its roots, without writing anything."""
+def dry_run(config: Config) -> tuple[str, list[str]]:
+    """What a crawl with `config` would do with its roots, without writing anything; and the
+    roots whose host did not answer (a crawl now would fail on them)."""
     import asyncio
 
     from .urls import clean_url
@@ -233,6 +239,10 @@ def dry_run(config: Config) -> str:
         f" timeout {config.timeout:g} s.",
         "",
     ]
+    unreachable = []
     for root in config.roots:
-        lines.append(render(explain(root, config, robots)))
-    return "\n".join(lines)
+        explanation = explain(root, config, robots)
+        lines.append(render(explanation))
+        if explanation.unreachable:
+            unreachable.append(root)
+    return "\n".join(lines), unreachable

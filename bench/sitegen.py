@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import media
+
 FORMAT_VERSION = 1
 DEFAULT_SEED = 20240611
 
@@ -200,19 +202,19 @@ def build(pages: int = 10_000, seed: int = DEFAULT_SEED) -> Site:
 
     # Assets: images shared between pages, a few @2x variants for srcset.
     image_count = max(10, pages // 10)
-    kinds = (("png", b"\x89PNG\r\n\x1a\n"), ("jpg", b"\xff\xd8\xff\xe0"), ("gif", b"GIF89a"))
+    kinds = (("png", media.png), ("jpg", media.jpeg), ("gif", media.gif))
     for k in range(image_count):
-        ext, magic = kinds[k % 3]
+        ext, make = kinds[k % 3]
         path = f"/img/{rng.choice(TOPIC_WORDS[:40])}-{k}.{ext}"
         site.image_paths.append(path)
-        site.assets[path] = magic + rng.randbytes(rng.randint(800, 24_000))
+        site.assets[path] = make(rng, rng.randint(800, 24_000))
         if k % 25 == 0:
-            site.assets[path.replace(f".{ext}", f"@2x.{ext}")] = magic + rng.randbytes(30_000)
+            site.assets[path.replace(f".{ext}", f"@2x.{ext}")] = make(rng, 30_000)
     css_images = ["/img/bg-texture.png", "/img/print-logo.png"]
     for path in css_images:
-        site.assets[path] = b"\x89PNG\r\n\x1a\n" + rng.randbytes(4000)
-    site.assets["/fonts/body.woff2"] = b"wOF2" + rng.randbytes(18_000)
-    site.assets["/favicon.ico"] = b"\x00\x00\x01\x00" + rng.randbytes(1100)
+        site.assets[path] = media.png(rng, 4000)
+    site.assets["/fonts/body.woff2"] = media.woff2(rng, 18_000)
+    site.assets["/favicon.ico"] = media.ico(rng, 1100)
     site.assets["/static/site.css"] = (
         b'@import url("print.css") print;\n'
         b'@font-face { font-family: Body; src: url("../fonts/body.woff2") format("woff2"); }\n'

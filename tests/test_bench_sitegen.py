@@ -14,6 +14,8 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
+from aiohttp import web
+from browser import launch_browser
 from selectolax.lexbor import LexborHTMLParser
 
 from bench import server, sitegen
@@ -136,3 +138,48 @@ def test_slow_mode_delays_every_response(site: tuple[Path, dict[str, Any]]) -> N
             connection.getresponse().read()
             assert time.perf_counter() - started >= 0.045
         connection.close()
+
+
+async def test_images_and_font_decode_in_chromium(site: tuple[Path, dict[str, Any]]) -> None:
+    """Every image and the font of the demo site decode in a browser: a broken-image icon or
+    a font error in replay must mean a replay bug, not a generated file no browser reads."""
+    out, _ = site
+    root = out / "site"
+    app = web.Application()
+    app.router.add_static("/", root)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    listening = web.TCPSite(runner, "127.0.0.1", 0)
+    await listening.start()
+    port = listening._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    images = sorted("/" + p.relative_to(root).as_posix() for p in (root / "img").iterdir())
+    assert {Path(i).suffix for i in images} == {".png", ".jpg", ".gif"}
+    try:
+        async with launch_browser() as browser:
+            page = await browser.new_page()  # type: ignore[attr-defined]
+            console: list[str] = []
+            page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+            await page.goto(f"http://127.0.0.1:{port}/index.html")
+            found = await page.evaluate(
+                """async (images) => {
+                    await document.fonts.ready;
+                    const font = new FontFace("Probe", "url(/fonts/body.woff2)");
+                    let fontStatus = "loaded";
+                    try { await font.load(); } catch (error) { fontStatus = String(error); }
+                    const decoded = {};
+                    for (const src of images) {
+                        const image = new Image();
+                        image.src = src;
+                        try { await image.decode(); decoded[src] = image.naturalWidth; }
+                        catch (error) { decoded[src] = String(error); }
+                    }
+                    return {fontStatus, decoded, faces: [...document.fonts].map((f) => f.status)};
+                }""",
+                [*images, "/favicon.ico"],
+            )
+    finally:
+        await runner.cleanup()
+    assert found["fontStatus"] == "loaded" and found["faces"] == ["loaded"], found
+    decoded = found["decoded"]
+    assert {src: width for src, width in decoded.items() if not isinstance(width, int) or width < 1} == {}
+    assert console == []

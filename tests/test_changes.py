@@ -27,7 +27,8 @@ def run_changes(capsys: pytest.CaptureFixture[str], archive: Path, *args: str) -
 
 
 def changes_json(capsys: pytest.CaptureFixture[str], archive: Path, *args: str) -> dict[str, Any]:
-    code, out, err = run_changes(capsys, archive, "--json", *args)
+    """The --json report, every kind listed (--unchanged)."""
+    code, out, err = run_changes(capsys, archive, "--json", "--unchanged", *args)
     assert code == 0, err
     return json.loads(out)  # type: ignore[no-any-return]
 
@@ -70,6 +71,32 @@ async def test_two_crawls_added_changed_unchanged_removed(
         line.startswith("removed") and base + "/dropped" in line and "not reached" in line for line in lines
     )
     assert any(line.startswith("added") and base + "/fresh" in line for line in lines)
+
+
+async def test_unchanged_urls_are_counted_and_listed_on_request(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After an update most URLs are unchanged: the report counts them and lists what changed."""
+    archive = tmp_path / "a"
+    await crawl_twice(site, archive)
+    base = site.url("")
+    code, out, _err = run_changes(capsys, archive)
+    assert code == 0
+    lines = out.splitlines()
+    assert "1 added, 2 changed, 1 unchanged, 2 removed" in lines[1]
+    assert lines[2] == "  (1 unchanged URL not listed: --unchanged lists them)"
+    assert not any(line.startswith("unchanged") for line in lines)
+    assert sum(line.startswith(("added", "changed", "removed")) for line in lines) == 5
+
+    code, out, _err = run_changes(capsys, archive, "--unchanged")
+    listed = [line for line in out.splitlines() if line.startswith("unchanged")]
+    assert code == 0 and len(listed) == 1 and base + "/same" in listed[0]
+    assert "not listed" not in out
+
+    code, out, _err = run_changes(capsys, archive, "--json")
+    report = json.loads(out)
+    assert report["counts"]["unchanged"] == 1 and report["urls"]["unchanged"] == []
+    assert len(report["urls"]["changed"]) == 2
 
 
 async def test_server_not_modified_revisit_counts_as_unchanged(

@@ -53,7 +53,7 @@ async def test_changes_after_an_update(
     assert site.hits["/same"] == 2
 
     capsys.readouterr()
-    assert main(["changes", str(archive), "--json"]) == 0
+    assert main(["changes", str(archive), "--json", "--unchanged"]) == 0
     report = json.loads(capsys.readouterr().out)
     base = site.url("")
     found = {

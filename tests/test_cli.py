@@ -42,6 +42,21 @@ async def test_crawl_prints_summary(site: Site, tmp_path: Path, capsys: pytest.C
     assert "Status: 2xx 2, 4xx 1." in out
 
 
+async def test_one_of_a_kind_is_singular(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "1 page", "1 WARC file", "1 record": never "1 pages"."""
+    site.page("/", "<title>Alone</title><p>a single page</p>")
+    archive = tmp_path / "a"
+    crawl = ["crawl", site.url("/"), "-o", str(archive), *FAST, "--disable-plugin", "sitemap"]
+    assert await run_cli(*crawl) == 0
+    out = capsys.readouterr().out
+    assert "Crawled 1 page (" in out and "0 failed, 0 redirects." in out
+    assert await run_cli("reindex", str(archive)) == 0
+    out = capsys.readouterr().out
+    assert f"indexed 1 page from 1 WARC file into {archive}" in out
+
+
 async def test_crawl_json(site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site.page("/")
     code = await run_cli(
@@ -66,6 +81,13 @@ async def test_crawl_json(site: Site, tmp_path: Path, capsys: pytest.CaptureFixt
     ("args", "code", "message"),
     [
         (["crawl", "ftp://example.org/", "-o", "X"], 2, "is not an http(s) URL"),
+        (
+            ["crawl", "example.org", "-o", "X"],
+            2,
+            "'example.org' is not an http(s) URL; did you mean https://example.org/?",
+        ),
+        (["crawl", "example.org/docs?a=1", "-o", "X"], 2, "did you mean https://example.org/docs?a=1?"),
+        (["crawl", "localhost:8000", "-o", "X"], 2, "did you mean https://localhost:8000/?"),
         (["crawl", "-o", "X"], 2, "give at least one URL"),
         (["crawl", "http://127.0.0.1:9/", "-o", "X", "--max-tasks", "0"], 2, "max_tasks: must be at least 1"),
         (

@@ -84,7 +84,8 @@ async def test_foreign_host_ignored(site: Site, other_site: Site, crawl_archive:
         {
             "url": other_site.url("/"),
             "outcome": "skipped",
-            "reason": "host out of scope",
+            "reason": f"host: {other_site.host} is not the host of a root"
+            " (strict; --lenient admits their subdomains)",
             "referrer": site.url("/"),
             "depth": 1,
         }

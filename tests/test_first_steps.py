@@ -49,10 +49,13 @@ async def test_dry_run_calls_an_unreachable_root_unreachable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = f"http://127.0.0.1:{await closed_port()}/"
-    assert await run_cli("crawl", root, "-o", str(tmp_path / "a"), "--dry-run", *QUICK) == 0
-    out = capsys.readouterr().out
-    assert "verdict: unreachable" in out
-    assert "out of scope" not in out
+    assert await run_cli("crawl", root, "-o", str(tmp_path / "a"), "--dry-run", *QUICK) == 1
+    captured = capsys.readouterr()
+    assert "verdict: unreachable" in captured.out
+    assert "out of scope" not in captured.out
+    said = f"archiver: error: 1 of 1 root unreachable ({root}): a crawl now would fail on it\n"
+    assert captured.err == said
+    assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.parametrize(

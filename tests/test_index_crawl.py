@@ -110,7 +110,7 @@ async def test_reindex_gives_the_same_hits_as_the_crawl(site, crawl_archive, cap
     status = index_plugin.archive_status(archive=archive)
     assert status == [("pages searchable", 6)]
     assert await asyncio.to_thread(main, ["reindex", str(archive)]) == 0
-    assert "indexed 6 pages from 1 WARC files" in capsys.readouterr().out
+    assert "indexed 6 pages from 1 WARC file" in capsys.readouterr().out
     assert snapshot(archive) == before
     assert index_plugin.archive_status(archive=archive) == status
 

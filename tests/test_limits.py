@@ -72,12 +72,12 @@ async def test_max_bytes_stops_then_a_higher_limit_goes_on(site: Site, tmp_path:
         "crawl", site.url("/"), "-o", archive, *PLAIN, "--max-bytes", "100K", cwd=tmp_path
     )
     assert code == LIMIT_EXIT, out
-    assert "Stopped at a limit: max_bytes 100.0 KB received." in out, out
+    assert "Stopped at a limit: max_bytes 100.0 kB received." in out, out
     first = report(archive)
-    assert first["complete"] is False and str(first["limit_reached"]).startswith("max_bytes 100.0 KB")
+    assert first["complete"] is False and str(first["limit_reached"]).startswith("max_bytes 100.0 kB")
     assert 10 <= sum(site.hits.values()) < 40, site.hits
     code, out = await archiver("status", archive, cwd=tmp_path)
-    assert "resumable" in out and "stopped at a limit: max_bytes 100.0 KB received" in out, out
+    assert "resumable" in out and "stopped at a limit: max_bytes 100.0 kB received" in out, out
 
     # the same limit again: the earlier run counts, nothing more is fetched
     hits = sum(site.hits.values())

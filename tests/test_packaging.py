@@ -1,7 +1,8 @@
-"""What `pip install archiver` (a wheel, not this checkout) carries: every package of the tree."""
+"""What `pip install site-archiver` (a wheel, not this checkout) carries: every package of the tree."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,47 @@ def test_every_file_besides_python_is_package_data() -> None:
             ):
                 missing.append(str(path.relative_to(ROOT)))
     assert missing == [], "files the wheel would not carry"
+
+
+# `archiver` on the package index is an unrelated project: `pip install archiver` installs it.
+TAKEN_NAMES = {"archiver"}
+_PIP_LINE = re.compile(r"pip install([^\n`]*)")
+_WORD = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^\s'\"]+)")
+
+
+def _pip_requirements(text: str) -> list[str]:
+    """The requirement names of every `pip install ...` in `text` (not paths, options or URLs)."""
+    names = []
+    for line in _PIP_LINE.finditer(text):
+        for quoted, double, bare in _WORD.findall(line.group(1)):
+            word = quoted or double or bare
+            if word in ("&&", ";", "|", "||") or word.startswith("#"):
+                break
+            if word.startswith(("-", ".", "/", "~")) or "/" in word:
+                continue
+            name = re.split(r"[\[<>=!~; ]", word, maxsplit=1)[0]
+            if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+                names.append(name)
+    return names
+
+
+def test_every_pip_line_installs_this_distribution() -> None:
+    """The distribution has a name of its own on the package index, and every `pip install` of
+    the README, the docs, the example plugin and the error messages names it (its extras too)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    name = project["name"]
+    assert name not in TAKEN_NAMES and "archiver" in name
+    texts = [ROOT / "README.md", ROOT / "config.example.toml", *sorted((ROOT / "docs").glob("*.md"))]
+    texts += sorted((ROOT / "plugins").rglob("*.py")) + sorted((ROOT / "archiver").rglob("*.py"))
+    ours = set()
+    for path in texts:
+        for requirement in _pip_requirements(path.read_text(encoding="utf-8")):
+            if "archiver" in requirement:
+                ours.add((path.relative_to(ROOT).as_posix(), requirement))
+    assert ours and {requirement for _, requirement in ours} == {name}, sorted(ours)
+    example_project = ROOT / "examples/archiver-example-plugin/pyproject.toml"
+    example = tomllib.loads(example_project.read_text(encoding="utf-8"))
+    assert example["project"]["dependencies"] == [name]
+    from archiver.config import DEFAULT_USER_AGENT
+
+    assert f"https://pypi.org/project/{name}/" in DEFAULT_USER_AGENT

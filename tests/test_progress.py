@@ -9,7 +9,11 @@ from pathlib import Path
 
 from terminal import WIDTH, run_on_terminal, screen_lines
 
+from archiver.model import Counts
+from archiver.progress import crawling_details
+from archiver.runner import human_summary
 from archiver.testing import Site
+from archiver.units import size
 
 PAGES = 30
 
@@ -36,3 +40,23 @@ async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site
     caught_up = report["after_crawl"]["caught_up"]["index"]
     assert 0 < caught_up <= PAGES + 1 and report["after_crawl"]["seconds"] > 0
     assert f"Then index caught up {caught_up:,} pages in" in output
+    # the display's last count of the catch-up is the summary's: "N of N pages", N caught up
+    counted = [re.match(r"(\d+) of (\d+) pages", line) for line in lines]
+    done, total = (int(n) for n in [m for m in counted if m][-1].groups())
+    assert done == total == caught_up, (done, total, caught_up)
+
+
+def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
+    """34,900,000 bytes are 34.9 MB (decimal, 1 MB = 1,000,000 bytes) in both places."""
+    received = 34_900_000
+    line = crawling_details(Counts(done=7, queued=3), 2.0, received)
+    report = {
+        "pages": 7, "bytes": received, "wall_seconds": 1.0, "pages_per_second": 7.0, "failed": 0,
+        "redirects": 0, "by_status_class": {"2xx": 7}, "errors_by_kind": {}, "skipped_by_reason": {},
+        "archive": "a",
+    }  # fmt: skip
+    assert line.endswith("| 34.9 MB")
+    assert "Crawled 7 pages (34.9 MB)" in human_summary(report)
+    assert [size(n) for n in (0, 999, 1000, 1_234_567, 999_960_000, 2 * 10**12)] == [
+        "0 B", "999 B", "1.0 kB", "1.2 MB", "1.0 GB", "2.0 TB",
+    ]  # fmt: skip

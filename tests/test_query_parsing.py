@@ -89,6 +89,13 @@ def test_parse_errors_are_one_line_on_the_command_line(
     assert main(["search", str(archive), "NOT NOT a"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "damaged" not in err and "query" in err
+    assert err == (
+        "archiver: error: cannot read the query 'NOT NOT a': NOT NOT is two operators in a row;"
+        " drop one, or write the words in lower case to search for them\n"
+    )
+    for fine in ("pipes AND NOT socket", "pipes OR NOT socket", '"NOT NOT" pipes'):
+        assert main(["search", str(archive), fine]) in (0, 1), fine
+        assert "two operators" not in capsys.readouterr().err
 
 
 def test_snippets_with_quotes_are_escaped_once(archive: Path) -> None:

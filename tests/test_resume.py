@@ -147,6 +147,41 @@ async def test_complete_archive_does_nothing_unless_recrawl(site: Site, tmp_path
     assert "again from its roots" in err or err == ""
 
 
+async def test_a_url_that_is_not_a_root_of_the_archive_is_refused(
+    site: Site, other_site: Site, tmp_path: Path
+) -> None:
+    """A URL of another site into an existing archive is a wrong folder, not "nothing to do"
+    (complete archive) nor one more root of the interrupted crawl (resumable archive)."""
+    site.loose_web(5)
+    other_site.page("/")
+    archive = tmp_path / "a"
+    code, _, err = await run_cli("crawl", site.url("/p0"), "-o", str(archive), *FAST, *PLUGINS)
+    assert code == 0, err
+    first = site.hits.total()
+    wrong = ["crawl", other_site.url("/"), "-o", str(archive), *FAST, *PLUGINS]
+
+    code, out, err = await run_cli(*wrong)
+    assert code == 2 and out == ""
+    assert err == (
+        f"archiver: error: {other_site.url('/')} is not a root of the crawl in {archive}"
+        f" ({site.url('/p0')}): crawl it into a new folder (-o NEW), or crawl {archive} again"
+        " from the URLs given with --recrawl\n"
+    )
+
+    rewind(archive / STATE_NAME, [site.url("/p3")])
+    assert archive_status(archive).state == "resumable"
+    code, out, err = await run_cli(*wrong)
+    assert code == 2 and "is not a root of the crawl in" in err
+    assert other_site.hits.total() == 0 and site.hits.total() == first
+    assert archive_status(archive).state == "resumable"
+
+    code, _, err = await run_cli("crawl", site.url("/p0"), "-o", str(archive), *FAST, *PLUGINS)
+    assert code == 0, err  # the same root resumes
+    code, _, err = await run_cli(*wrong, "--recrawl")
+    assert code == 0, err
+    assert other_site.hits["/"] == 1
+
+
 def test_memory_frontier_archive_cannot_resume(tmp_path: Path) -> None:
     config = make_config(tmp_path, ["http://127.0.0.1:9/"], frontier="memory")
     (Path(config.output)).mkdir()
@@ -232,7 +267,12 @@ async def test_sigint_then_resume_fetches_each_page_once(site: Site, tmp_path: P
     proc.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err.decode()
-    assert b"run the same command again to resume" in err
+    lines = err.decode().splitlines()
+    # what the user is told, as docs/resume.md shows it: plain lines, no logger prefix
+    assert "stopping: finishing in-flight fetches (up to 5 s)" in lines, lines
+    assert lines[-1] == f"Interrupted: run the same command again to resume into {archive}."
+    assert "archiver: warning: robots.txt is ignored for this crawl (--ignore-robots)" in lines
+    assert not any(line.startswith(("WARNING", "INFO")) for line in lines), lines
     status = archive_status(archive)
     assert status.state == "resumable"
     assert status.counts.in_flight == 0  # in-flight fetches finished in the grace period

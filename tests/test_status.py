@@ -47,11 +47,29 @@ async def test_interrupted_archive_is_resumable(tmp_path: Path) -> None:
     code, out = status(archive)
     assert code == 0
     assert "resumable: run `archiver crawl --resume" in out
-    assert "done 1, queued 2, failed 0, fetched again on resume 1" in out
+    assert "done 1, queued 2, failed 0, being fetched when it stopped 1" in out
     code, out = status(archive, "--json")
     data = json.loads(out)
     assert (data["state"], data["done"], data["queued"], data["in_flight"]) == ("resumable", 1, 2, 1)
     assert data["frontier"] == "sqlite" and data["pid"] is None
+
+
+async def test_a_killed_crawl_counts_only_the_urls_it_had_begun_as_in_flight(tmp_path: Path) -> None:
+    """A kill leaves a whole leased batch in flight on disk: the URLs no worker had begun were
+    never fetched, so they count as queued, not as "fetched again"."""
+    archive = tmp_path / "a"
+    write(archive / "crawl.toml", "[crawl]\n")
+    frontier = SqliteFrontier(archive / STATE_NAME)
+    await frontier.open()
+    await frontier.add([(f"http://h/{n}", Item(f"http://h/{n}")) for n in "abcdef"])
+    first, _second = await frontier.get(), await frontier.get()  # the whole batch is leased
+    assert first is not None
+    await frontier.done(first)
+    await frontier.flush()  # the last commit before the kill: no close()
+    code, out = status(archive)
+    assert code == 0
+    assert "done 1, queued 4, failed 0, being fetched when it stopped 1" in out, out
+    await frontier.close()
 
 
 async def test_complete_archive(site: Site, crawl_archive: CrawlFn) -> None:

@@ -77,3 +77,21 @@ async def test_sigkill_during_an_update_then_the_same_command_resumes_it(site: S
     assert f"Not modified since the last crawl: {pages} (304" in summary
     assert [r.mode for r in read_history(archive)] == ["crawl", "update", "update"]
     assert set(captures(archive).values()) == {3}
+
+
+async def test_update_of_a_missing_archive_says_so(tmp_path: Path) -> None:
+    """`--update ARCHIVE` of a folder that holds no archive is a mistaken name, not a crawl with
+    "nothing to resume": the error says how a new archive is made."""
+    missing = tmp_path / "nope"
+    code, out, err = await run_cli("crawl", "--update", str(missing))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"archiver: error: no archive at {missing}; --update ARCHIVE crawls an existing archive again."
+        f" To make a new one: archiver crawl URL -o {missing}\n"
+    )
+    (tmp_path / "empty").mkdir()
+    code, _, err = await run_cli("crawl", "--update", str(tmp_path / "empty"))
+    assert code == 2 and "not an archive (no crawl.toml)" in err
+    code, _, err = await run_cli("crawl", "--resume", str(missing))
+    assert code == 2 and "nothing to resume" in err
+    assert not missing.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import io
 import re
 import signal
@@ -13,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import pytest
 from aiohttp import ClientSession, web
@@ -121,6 +122,36 @@ async def test_search_browse_history_and_status(site: Site, crawl_archive: Crawl
 
         status = await text_of(client, "/status")
         assert "finished" in status and "fetched" in status and site.url("/pears") in status
+        assert "Last run" in status and "pages/s" in status
+
+
+async def test_status_keeps_the_figures_of_each_run_apart(site: Site, crawl_archive: CrawlFn) -> None:
+    """The queue's counts (this crawl), the crawl log's (every run) and report.json's (the last
+    finished run) are three groups; while a run writes the archive, the last run's pages/s and
+    wall time are not shown beside its counts."""
+    archive = await crawl_garden(site, crawl_archive, frontier="sqlite")
+    async with serving([archive]) as client:
+        finished = await text_of(client, "/status")
+        assert re.findall(r'<dl class="counts (\w+)">', finished) == ["frontier", "log", "report"]
+        assert "URLs of the last crawl" in finished and "Last run" in finished
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from archiver.lock import ArchiveLock;"
+            " lock = ArchiveLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)",
+            str(archive),
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert holder.stdout is not None
+            assert await asyncio.wait_for(holder.stdout.readline(), 30) == b"locked\n"
+            running = await text_of(client, "/status")
+        finally:
+            holder.kill()
+            await holder.wait()
+        assert "crawling" in running and "URLs of this crawl" in running
+        assert re.findall(r'<dl class="counts (\w+)">', running) == ["frontier", "log"]
+        assert "pages/s" not in running
 
 
 # -- replay ----------------------------------------------------------------------------
@@ -179,6 +210,46 @@ async def test_replay_redirects_nearest_capture_and_headers(site: Site, crawl_ar
         gone = await client.get(f"/missing/2/{site.url('/pears')}", allow_redirects=False)
         assert gone.status == 302  # archived after all: the missing page sends the reader there
     assert site.hits["/never"] == 0 and site.hits["/nothing.png"] == 0
+
+
+async def test_a_query_not_archived_replays_its_path_by_pywbs_fuzzy_match(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    """A site's search form asks for `search.html?q=...`, never crawled: the archived
+    `search.html` answers, the banner saying so, by pywb's rules for which queries may differ."""
+    site.page(
+        "/",
+        '<a href="/search.html">search</a> <a href="/find?q=apple">find</a>'
+        ' <a href="/dir/page">deeper</a> <script src="/app.js?v=1"></script>',
+    )
+    site.page("/search.html", "<title>Search</title><p>Type words to search the docs.</p>")
+    site.page("/find?q=apple", "<p>Found apples.</p>")
+    site.page("/dir/page", "<p>Deeper page.</p>")
+    site.page("/app.js?v=1", "var loaded = 1;", content_type="text/javascript")
+    archive = (await crawl_archive(site.url("/"), plugins=PLUGINS)).archive
+    async with serving([archive]) as client:
+        asked = site.url("/search.html?q=lambda&check_keywords=yes")
+        first = await client.get(f"/replay/2/{asked}", allow_redirects=False)
+        assert first.status == 302 and first.headers["Location"].endswith(asked)
+        page = await client.get(first.headers["Location"], allow_redirects=False)
+        body = await page.text()
+        assert page.status == 200 and "Type words to search the docs." in body
+        assert "Not archived as asked" in body and html.escape(asked) in body
+        assert f'href="/history?url={quote(site.url("/search.html"), safe="")}"' in body
+
+        script = await client.get(f"/replay/2id_/{site.url('/app.js?v=2')}")
+        assert script.status == 200 and await script.text() == "var loaded = 1;"
+        busted = await text_of(client, f"/replay/2id_/{site.url('/find?q=apple&_=1700000000')}")
+        assert busted == "<p>Found apples.</p>"
+
+        # without a file extension the query is the page: another search is not archived
+        other = await text_of(client, f"/replay/2/{site.url('/find?q=pear')}", status=404)
+        assert "Not in the archive" in other
+        await text_of(client, f"/replay/2/{site.url('/dir?q=1')}", status=404)
+
+        exact = await client.get(f"/replay/2/{site.url('/search.html')}")
+        assert exact.status == 200 and "Not archived as asked" not in await exact.text()
+    assert site.hits["/search.html"] == 1 and "/search.html?q=lambda&check_keywords=yes" not in site.hits
 
 
 @pytest.mark.parametrize(
@@ -400,14 +471,18 @@ async def test_follows_a_crawl_in_progress(site: Site, crawl_archive: CrawlFn, t
 
 
 async def test_several_archives(site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path) -> None:
-    site.page("/", "<title>Apple pie</title><p>apple pie with cinnamon</p>")
-    other_site.page("/", "<title>Apple tart</title><p>apple tart with almonds</p>")
+    site.page("/", "<title>Apple pie with raisins</title><h1>Cinnamon</h1><p>apple pie with cinnamon</p>")
+    other_site.page("/", "<title>Apple tart</title><p>apple tart with almonds and raisons</p>")
     await crawl_archive(site.url("/"), plugins=PLUGINS, output=str(tmp_path / "one" / "kitchen"))
     await crawl_archive(other_site.url("/"), plugins=PLUGINS, output=str(tmp_path / "two" / "kitchen"))
     async with serving([tmp_path / "one" / "kitchen", tmp_path / "two" / "kitchen"]) as client:
         both = await text_of(client, "/search?q=apple")
         assert "2 results" in both and "Apple pie" in both and "Apple tart" in both
         assert '<option value="kitchen-2">' in both
+        found_in_one = await text_of(client, "/search?q=raisons")
+        assert "1 result" in found_in_one and "Did you mean" not in found_in_one
+        misspelt = await text_of(client, "/search?q=cinammon")
+        assert "Did you mean" in misspelt and ">cinnamon</a>" in misspelt
         one = await text_of(client, "/search?q=apple&archive=kitchen-2")
         assert "1 result" in one and "Apple tart" in one
         await text_of(client, "/search?q=apple&archive=nope")
@@ -468,3 +543,4 @@ def test_serve_command_errors(tmp_path: Path) -> None:
         taken.listen()
         busy = run(str(tmp_path), "--port", str(taken.getsockname()[1]))
     assert busy.returncode == 2 and "cannot listen on 127.0.0.1" in busy.stderr
+    assert "--port 0 for any free one" in busy.stderr and len(busy.stderr.splitlines()) == 1

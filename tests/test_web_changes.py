@@ -131,7 +131,12 @@ async def test_changes_view_per_crawl(site: Site, tmp_path: Path) -> None:
         latest = await page_of(client, "/changes")
         assert "crawl 3 (update, started" in latest and "against crawl 2 (recrawl" in latest
         assert "1 unchanged" in latest and "not reached yet" in latest
-        assert "server-not-modified" in latest
+        assert html.escape(base + "/same") not in latest and "server-not-modified" not in latest
+        listed = re.search(r'<a href="([^"]*unchanged=1[^"]*)">List the unchanged URLs</a>', latest)
+        assert listed is not None
+        with_unchanged = await page_of(client, html.unescape(listed.group(1)))
+        assert "server-not-modified" in with_unchanged and html.escape(base + "/same") in with_unchanged
+        assert "List the unchanged URLs" not in with_unchanged
 
         second = await page_of(client, "/changes?crawl=2")
         assert "1 added, 2 changed, 1 unchanged, 2 removed" in second

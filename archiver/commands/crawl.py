@@ -202,7 +202,7 @@ def crawl_command(
 
         if urls or config_file or (output and Path(output) != Path(resume_archive)):
             raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
-        config = resumed_config(Path(resume_archive), overrides)
+        config = resumed_config(Path(resume_archive), overrides, update=update is not None)
     else:
         config = load_config(config_file, overrides)
     if plugins or disabled:
@@ -215,7 +215,9 @@ def crawl_command(
 
     for root in config.roots:
         if clean_url(root) is None:
-            raise click.BadParameter(f"{root!r} is not an http(s) URL", param_hint="URLS")
+            guess = _with_scheme(root)
+            hint = f"; did you mean {guess}?" if guess else ""
+            raise click.BadParameter(f"{root!r} is not an http(s) URL{hint}", param_hint="URLS")
     from ..credentials import SiteCredentials
 
     SiteCredentials(config)  # a header, netrc entry or credential missing: said before anything is written
@@ -226,9 +228,17 @@ def crawl_command(
     if config.robots is False and ignore_robots:
         log.warning("robots.txt is ignored for this crawl (--ignore-robots)")
     if dry:
+        from ..errors import SeedError
+        from ..units import plural
         from ..why import dry_run
 
-        echo(dry_run(config))
+        report, unreachable = dry_run(config)
+        echo(report)
+        if unreachable:  # as the crawl itself would: exit 1, so `--dry-run && crawl` stops here
+            raise SeedError(
+                f"{len(unreachable)} of {plural(len(config.roots), 'root')} unreachable"
+                f" ({unreachable[0]}): a crawl now would fail on {'it' if len(unreachable) == 1 else 'them'}"
+            )
         return
     from ..resume import plan_run, plan_update
 
@@ -247,3 +257,18 @@ def crawl_command(
 
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)
+
+
+def _with_scheme(root: str) -> str | None:
+    """``https://example.org/`` for ``example.org`` (a host name without a scheme), else None."""
+    from ..urls import clean_url
+
+    if "://" in root or root.startswith(("/", ".")) or not root.strip():
+        return None
+    guess = "https://" + root.strip()
+    if "/" not in guess[len("https://") :]:
+        guess += "/"
+    host = guess[len("https://") :].split("/", 1)[0]
+    if clean_url(guess) is None or ("." not in host and not host.startswith("localhost")):
+        return None
+    return guess

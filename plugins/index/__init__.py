@@ -145,6 +145,8 @@ async def crawl_finished(crawl: Crawl) -> None:
     if feeder is None:
         return
     interrupted = crawl.interrupted
+    if "index.pending" in crawl.pending_at_end:  # the figure of the last page, made exact
+        crawl.pending_at_end["index.pending"] = crawl.stats["index.pending"] = feeder.lag
     closing = asyncio.ensure_future(asyncio.to_thread(feeder.close, interrupted))
     while not closing.done():
         await asyncio.wait({closing}, timeout=0.25)

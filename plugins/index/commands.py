@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from archiver.api import json_option
+from archiver.api import json_option, plural
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
@@ -248,7 +248,8 @@ def reindex_command(
 
     def progress(stats: ReindexStats) -> None:
         rate = stats.indexed / stats.seconds if stats.seconds else 0.0
-        click.echo(f"indexed {stats.indexed:,} pages from {stats.files} files ({rate:.0f}/s)", err=True)
+        pages, files = plural(stats.indexed, "page"), plural(stats.files, "file")
+        click.echo(f"indexed {pages} from {files} ({rate:.0f}/s)", err=True)
 
     if warc_files:
         if output is None:
@@ -273,14 +274,14 @@ def reindex_command(
         archive = _archive(sources[0])
         if pending:
             waiting = catch_up(archive, batch_size, max_chars, workers)
-            click.echo(f"indexed {waiting:,} waiting pages of {archive}")
+            click.echo(f"indexed {plural(waiting, 'waiting page')} of {archive}")
             return
         stats = reindex(archive, None, batch_size, max_chars, progress, workers)
-    skipped = f"; {stats.skipped_files} damaged files read in part" if stats.skipped_files else ""
+    skipped = f"; {plural(stats.skipped_files, 'damaged file')} read in part" if stats.skipped_files else ""
     if stats.skipped_records:
-        skipped += f"; {stats.skipped_records} unreadable records skipped"
+        skipped += f"; {plural(stats.skipped_records, 'unreadable record')} skipped"
     click.echo(
-        f"indexed {stats.indexed:,} pages from {stats.files} WARC files into {archive}"
+        f"indexed {plural(stats.indexed, 'page')} from {plural(stats.files, 'WARC file')} into {archive}"
         f" in {stats.seconds:.1f} s{skipped}"
     )
     if stats.skipped_files or stats.skipped_records:

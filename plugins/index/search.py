@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
+import logging
 import re
 import threading
 import time
@@ -38,6 +40,7 @@ from whoosh.qparser import (
 )
 from whoosh.searching import ResultsPage, TimeLimit
 
+from archiver.api import plural
 from archiver.errors import ArchiveError, ArchiverError
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
@@ -58,6 +61,7 @@ DEFAULT_TIME_LIMIT = 5.0
 MAX_NESTING = 50
 """Brackets deeper than this are refused: whoosh parses them recursively."""
 _SNIPPET_WINDOW = 160
+log = logging.getLogger(__name__)
 _OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
 _WORD = re.compile(r"[^\W_]+")
 _URL = re.compile(r"https?://\S+")
@@ -345,10 +349,10 @@ def parse(schema: Any, query_text: str) -> Any:
     except QueryError:
         raise
     except (IndexError, KeyError, ValueError, TypeError, AttributeError, NotImplementedError) as exc:
-        # whoosh's parser fails this way on some operator sequences (`NOT NOT a`)
+        # whoosh's parser fails this way on some operator sequences; its error names nothing
+        log.debug("whoosh could not parse %r: %r", stripped, exc)
         raise QueryError(
-            f"cannot read the query {stripped!r} ({type(exc).__name__}); "
-            "check its AND/OR/NOT and brackets, or put it in quotes"
+            f"cannot read the query {stripped!r}: check its AND/OR/NOT and brackets, or put it in quotes"
         ) from None
     leaves = list(_leaves(parsed))
     only_url_words = all(getattr(leaf, "fieldname", None) == "urlwords" for leaf in leaves)
@@ -360,7 +364,27 @@ def parse(schema: Any, query_text: str) -> Any:
     return parsed
 
 
+def _two_operators(query_text: str) -> str | None:
+    """The first two operators in a row (``NOT NOT``, ``AND OR``), outside quotes, or None.
+
+    ``AND NOT`` and ``OR NOT`` are one operator each; any other pair leaves the first one
+    without a word to act on, which whoosh's parser answers with an internal error.
+    """
+    unquoted = re.sub(r'"[^"]*"', " x ", query_text)
+    words = re.findall(r"[^\s()]+", unquoted)
+    for first, second in itertools.pairwise(words):
+        if first in _OPERATORS and second in _OPERATORS and not (first in ("AND", "OR") and second == "NOT"):
+            return f"{first} {second}"
+    return None
+
+
 def _check_syntax(parser: MultifieldParser, query_text: str) -> None:
+    pair = _two_operators(query_text)
+    if pair is not None:
+        raise QueryError(
+            f"cannot read the query {query_text!r}: {pair} is two operators in a row;"
+            " drop one, or write the words in lower case to search for them"
+        )
     tree = parser.process(query_text)
     for node in _nodes(tree):
         if isinstance(node, syntax.ErrorNode):
@@ -429,7 +453,7 @@ def _run(
         )
     pending = pending_in(index_root(archive) / "spool.sqlite")
     if searcher.doc_count() == 0:
-        waiting = f" ({pending:,} pages are waiting to be indexed)" if pending else ""
+        waiting = f" ({plural(pending, 'page')} waiting to be indexed)" if pending else ""
         raise EmptyIndexError(f"the search index of {archive} holds no pages yet{waiting}")
     parsed = parse(searcher.schema, query_text) if query_text.strip() else query.Every()
     deadline = started + time_limit

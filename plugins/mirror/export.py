@@ -21,6 +21,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from archiver import __version__
+from archiver.api import plural, size
 from archiver.archive import saved_config
 from archiver.errors import ArchiveError, ArchiverError, UsageError
 
@@ -28,7 +29,8 @@ from ..warc.reader import WarcArchive, open_archive
 from .landing import SiteEntry, landing_page
 from .names import MirrorPath, relative_href
 from .plan import Item, Plan, build_plan, normalize, roots_of
-from .render import redirect_page, render
+from .render import HTML_TYPES, redirect_page, render, render_snapshot
+from .rendered import rendered_dom
 from .safedir import Blocked
 from .sinks import MANIFEST_NAME, DirSink, Sink, ZipSink
 from .tail import check_tail
@@ -60,6 +62,8 @@ class ExportResult:
     written: int = 0
     unchanged: int = 0
     removed: int = 0
+    rendered: int = 0
+    """Pages written as the browser capture rendered them (their ``urn:dom:`` record)."""
     bytes: int = 0
     seconds: float = 0.0
     missing: MissingLinks | None = None
@@ -69,23 +73,26 @@ class ExportResult:
 
     def summary(self) -> str:
         if self.format == "wacz":
+            errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
             return (
-                f"Packed {self.files} files into {self.output} ({self.bytes / 1e6:.1f} MB)"
-                f" in {self.seconds:.1f} s." + (f" {len(self.errors)} errors." if self.errors else "")
+                f"Packed {plural(self.files, 'file')} into {self.output} ({size(self.bytes)})"
+                f" in {self.seconds:.1f} s.{errors}"
             )
         line = (
-            f"Exported {self.files} files ({self.bytes / 1e6:.1f} MB) to {self.output}"
+            f"Exported {plural(self.files, 'file')} ({size(self.bytes)}) to {self.output}"
             f" in {self.seconds:.1f} s: {self.written} written, {self.unchanged} unchanged,"
             f" {self.removed} removed."
         )
+        if self.rendered:
+            line += f" {plural(self.rendered, 'page')} as rendered by the browser (--browser crawl)."
         if self.missing is not None and self.missing.targets:
             line += (
-                f" {self.missing.link_count} links to {len(self.missing.targets)} URLs"
-                f" not in the archive stay on the web"
+                f" {plural(self.missing.link_count, 'link')} to {plural(len(self.missing.targets), 'URL')}"
+                f" not in the archive {'stays' if self.missing.link_count == 1 else 'stay'} on the web"
             )
             line += f" (see {self.report_path})." if self.report_path else "."
         if self.errors:
-            line += f" {len(self.errors)} errors."
+            line += f" {plural(len(self.errors), 'error')}."
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -98,6 +105,7 @@ class ExportResult:
             "written": self.written,
             "unchanged": self.unchanged,
             "removed": self.removed,
+            "rendered": self.rendered,
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
             "missing_links": missing.link_count if missing else 0,
@@ -253,7 +261,8 @@ def _write_files(
     order = sorted(plan.items.values(), key=lambda i: (i.capture.filename, i.capture.offset, i.url))
     for item in order:
         path = plan.paths[item.url]
-        source = _source(item)
+        dom = rendered_dom(warcs, item.capture) if item.mime in HTML_TYPES else None
+        source = _source(item) + (f"+dom:{dom.filename}:{dom.offset}" if dom is not None else "")
         known = sink.fresh(path, source)
         if known is not None:
             for url, kind in known.missing or ():
@@ -268,6 +277,9 @@ def _write_files(
                 if target is None:
                     links.add_missing(item.location, "page")
                 data = redirect_page(item.status, item.location, href)
+            elif dom is not None:  # a --browser crawl's page: as rendered, not its script shell
+                data = render_snapshot(item, warcs.read(dom), links, options.mark_missing)
+                result.rendered += 1
             else:
                 data = render(item, warcs.read(item.capture), links, options.mark_missing)
             sink.put(path, data, url=item.url, source=source, mtime=mtime, missing=links.found or None)
@@ -292,7 +304,7 @@ def _write_extras(archive: FsPath, plan: Plan, sink: Sink, result: ExportResult)
     sink.put((LANDING_NAME,), page, url="", source="landing", mtime=mtime_of(newest))
     result.report_path = str(result.output / REPORT_NAME) if result.format == "dir" else REPORT_NAME
     report = result.to_json()
-    for key in ("files", "written", "unchanged", "removed", "bytes", "seconds"):
+    for key in ("files", "written", "unchanged", "removed", "rendered", "bytes", "seconds"):
         report.pop(key, None)
     report["hosts"] = [{"folder": s.host, "files": s.files, "start": s.start_url} for s in sites]
     data = json.dumps(report, indent=1, ensure_ascii=False).encode("utf-8")

@@ -13,12 +13,13 @@ import re
 
 from archiver.decode import choose_encoding, known_codec
 
+from ..links.snapshot import static_snapshot
 from ..warc.reader import StoredResponse
 from .html import rewrite_css, rewrite_html
 from .mapping import LinkMap
 from .plan import Item
 
-__all__ = ["HTML_TYPES", "redirect_page", "render"]
+__all__ = ["HTML_TYPES", "redirect_page", "render", "render_snapshot"]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _CSS_CHARSET = re.compile(rb'^@charset\s+"([A-Za-z0-9_.:\-]+)";')
@@ -90,6 +91,14 @@ def redirect_page(status: int, target_url: str, href: str | None) -> bytes:
         f"<body><p>This address redirected (HTTP {status})"
         f' to <a href="{link}">{shown}</a>.</p></body></html>\n'
     ).encode()
+
+
+def render_snapshot(item: Item, dom: StoredResponse, links: LinkMap, mark_missing: bool = True) -> bytes:
+    """The file for a page the browser capture rendered: its DOM (stored as UTF-8), without the
+    scripts that built it, its links rewritten as those of any page, relative to the page's URL."""
+    text = static_snapshot(dom.content().decode("utf-8", "replace"))
+    page = rewrite_html(text, item.capture.url, links, mark_missing=mark_missing, charset="utf-8")
+    return page.encode("utf-8")
 
 
 def render(item: Item, response: StoredResponse, links: LinkMap, mark_missing: bool = True) -> bytes:

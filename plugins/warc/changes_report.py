@@ -1,8 +1,8 @@
 """`archiver changes` as text and as JSON, from a `Comparison` that has run.
 
 The text is one headline, one line of counts, then one line per URL with its kind first
-(``grep ^changed`` works); the JSON is one object written piece by piece, so the URL lists
-go from the spool files to the output without being held in memory.
+(``grep ^changed`` works), the unchanged URLs only when asked for; the JSON is one object
+written piece by piece, so the URL lists go from the spool files to the output without being held in memory.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from archiver.api import plural
 from archiver.history import CrawlRun
 
-from .changes import KINDS, Comparison, Span
+from .changes import KINDS, Comparison, Kind, Span
 
 
 def run_json(run: CrawlRun) -> dict[str, Any]:
@@ -73,13 +74,23 @@ def count_line(comparison: Comparison) -> str:
     return ", ".join(parts)
 
 
-def text_lines(comparison: Comparison) -> Iterator[str]:
-    """The human report: headline, counts, then one line per URL (kind first, for grep)."""
+def listed_kinds(unchanged: bool) -> tuple[Kind, ...]:
+    """The kinds whose URLs are listed one by one: after an update most URLs are unchanged,
+    and a list of them would bury the few that changed, so they are counted unless asked for."""
+    return KINDS if unchanged else tuple(kind for kind in KINDS if kind != "unchanged")
+
+
+def text_lines(comparison: Comparison, *, unchanged: bool = False) -> Iterator[str]:
+    """The human report: headline, counts, then one line per URL (kind first, for grep);
+    the unchanged URLs only with `unchanged`."""
     yield headline(comparison)
     if not comparison.compared:
         return
     yield "  " + count_line(comparison)
-    for kind in KINDS:
+    hidden = comparison.counts["unchanged"]
+    if hidden and not unchanged:
+        yield f"  ({plural(hidden, 'unchanged URL')} not listed: --unchanged lists them)"
+    for kind in listed_kinds(unchanged):
         for change in comparison.changes(kind):
             label = "unreached" if kind == "unreached" else kind
             when = f" {change.newer.timestamp}" if change.newer is not None else ""
@@ -99,8 +110,9 @@ def _span_json(span: Span | None, complete: bool | None) -> dict[str, Any] | Non
     return found
 
 
-def json_chunks(comparison: Comparison) -> Iterator[str]:
-    """The `--json` object, written piece by piece so the URL lists never sit in memory."""
+def json_chunks(comparison: Comparison, *, unchanged: bool = False) -> Iterator[str]:
+    """The `--json` object, written piece by piece so the URL lists never sit in memory;
+    the list of unchanged URLs is empty unless `unchanged` (their count is always there)."""
     head = {
         "archive": str(comparison.archive),
         "history": comparison.history,
@@ -113,6 +125,9 @@ def json_chunks(comparison: Comparison) -> Iterator[str]:
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "urls": {'
     for position, kind in enumerate(KINDS):
         yield ("" if position == 0 else ", ") + json.dumps(kind) + ": ["
+        if kind not in listed_kinds(unchanged):
+            yield "]"
+            continue
         for index, line in enumerate(comparison.json_lines(kind)):
             yield ("" if index == 0 else ", ") + line.rstrip("\n")
         yield "]"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from archiver.api import json_option
+from archiver.api import json_option, plural
 from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
@@ -71,7 +71,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
             click.echo(printable(str(fault)))
         if report.ok:
             if not quiet:
-                click.echo(printable(f"ok {path} ({report.records} records)"))
+                click.echo(printable(f"ok {path} ({plural(report.records, 'record')})"))
             continue
         damaged += 1
         if truncate and any(f.fatal for f in report.faults):
@@ -133,9 +133,18 @@ def ls(archive: Path, as_json: bool) -> None:
     metavar="N",
     help="Compare crawl N with the one before it (default: the last crawl).",
 )
-@json_option("One JSON object: crawls compared, counts, URL lists.")
-def changes(archive: Path, since: str | None, number: int | None, as_json: bool) -> None:
-    """Show the URLs added, changed, unchanged and removed between the last two crawls of ARCHIVE.
+@click.option(
+    "--unchanged",
+    "list_unchanged",
+    is_flag=True,
+    help="List the unchanged URLs too (by default only their count is given).",
+)
+@json_option("One JSON object: crawls compared, counts, URL lists (the unchanged ones with --unchanged).")
+def changes(
+    archive: Path, since: str | None, number: int | None, list_unchanged: bool, as_json: bool
+) -> None:
+    """Show the URLs added, changed and removed between the last two crawls of ARCHIVE,
+    and how many are unchanged.
 
     Unchanged: the server answered 304 Not Modified, or sent the same payload again.
     Removed: now 404/410, or no longer reached by a crawl that finished.
@@ -153,11 +162,11 @@ def changes(archive: Path, since: str | None, number: int | None, as_json: bool)
         raise ArchiveError(f"cannot read {archive}: {exc.strerror or exc}") from None
     with comparison:
         if as_json:
-            for chunk in json_chunks(comparison):
+            for chunk in json_chunks(comparison, unchanged=list_unchanged):
                 click.echo(chunk, nl=False)
             click.echo()
         else:
-            for line in text_lines(comparison):
+            for line in text_lines(comparison, unchanged=list_unchanged):
                 echo(line)
 
 

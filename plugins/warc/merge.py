@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
+from archiver.api import plural
 from archiver.errors import ArchiveError
 
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, write_cdxj
@@ -42,8 +43,8 @@ def merge_warcs(archive: Path, sources: Sequence[Path], copy: bool) -> dict[str,
             captures += 1
     os.replace(tmp, archive / MERGED_CDXJ)
     summary = (
-        f"{placed['linked']} WARC files linked, {placed['copied']} copied, {placed['already']} already there;"
-        f" {captures} captures in {MERGED_CDXJ}"
+        f"{plural(placed['linked'], 'WARC file')} linked, {placed['copied']} copied,"
+        f" {placed['already']} already there; {plural(captures, 'capture')} in {MERGED_CDXJ}"
     )
     return {**placed, "captures": captures, "summary": summary}
 

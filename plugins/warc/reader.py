@@ -218,6 +218,25 @@ class WarcArchive:
             found.append(self._all[position])
         return found
 
+    def captures_of_query_variants(self, url: str, limit: int) -> list[Capture]:
+        """Up to `limit` captures of `url`'s path with any query, or none (SURT key order).
+
+        For the replay's fuzzy match: ``/search.html?q=x`` finds ``/search.html`` and
+        ``/search.html?q=y``, not ``/search.html/more``.
+        """
+        entries = self._index()
+        base = surt(url).split("?", 1)[0]
+        found: list[Capture] = []
+        for prefix, exact in ((base, True), (base + "?", False)):
+            start = bisect.bisect_left(entries, (prefix, "", -1))
+            for entry_key, _timestamp, position in entries[start:]:
+                if (entry_key != prefix) if exact else not entry_key.startswith(prefix):
+                    break
+                if len(found) >= limit:
+                    return found
+                found.append(self._all[position])
+        return found
+
     def lookup(self, url: str, timestamp: str | None = None) -> Capture | None:
         """The latest capture of `url`, or the one nearest to `timestamp` (14 digits).
 

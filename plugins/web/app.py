@@ -37,6 +37,7 @@ from .render import (
     make_environment,
     render,
 )
+from .rendered_view import rendered_record
 from .replay_view import replay, replay_preflight
 from .views import browse_page, history_page, missing_page, search_page, status_page
 
@@ -182,6 +183,7 @@ def make_app(
     app.router.add_get("/replay/{tail:.*}", replay)
     app.router.add_route("OPTIONS", "/replay/{tail:.*}", replay_preflight)
     app.router.add_get("/missing/{tail:.*}", missing_page)
+    app.router.add_get("/rendered/{kind}/{tail:.*}", rendered_record)
     app.router.add_get("/static/{name}", static_file)
     app.router.add_get("/favicon.ico", favicon)
     return app

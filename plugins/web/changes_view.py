@@ -12,7 +12,7 @@ from aiohttp import web
 from archiver.errors import UsageError
 
 from ..warc.changes import KINDS, Change, Comparison, Kind, capture_kind, plan
-from ..warc.changes_report import count_line, describe_run
+from ..warc.changes_report import count_line, describe_run, listed_kinds
 from .diffing import CaptureText, capture_text, side_by_side, unified
 from .library import ArchiveHandle, Found, site_of
 from .render import LIBRARY, render
@@ -114,10 +114,10 @@ class ChangesPage:
     lists: dict[Kind, list[Change]]
 
 
-def _changes(handle: ArchiveHandle, crawl: int | None) -> ChangesPage:
+def _changes(handle: ArchiveHandle, crawl: int | None, unchanged: bool) -> ChangesPage:
     with plan(handle.folder, crawl=crawl) as comparison:
         comparison.run()
-        lists = {kind: list(comparison.changes(kind, CHANGES_SHOWN)) for kind in KINDS}
+        lists = {kind: list(comparison.changes(kind, CHANGES_SHOWN)) for kind in listed_kinds(unchanged)}
     if comparison.compared:
         assert comparison.older is not None
         older, newer = comparison.older.crawls[0], comparison.newer.crawls[0]
@@ -137,7 +137,8 @@ def _changes(handle: ArchiveHandle, crawl: int | None) -> ChangesPage:
 
 
 async def changes_page(request: web.Request) -> web.Response:
-    """``/changes?archive=NAME&crawl=N``: what crawl N (default: the last) changed, as `archiver changes`."""
+    """``/changes?archive=NAME&crawl=N&unchanged=1``: what crawl N (default: the last) changed,
+    as `archiver changes`: the unchanged URLs are counted, and listed with ``unchanged=1``."""
     library = request.app[LIBRARY]
     name = request.query.get("archive", "")
     if name and name not in library.by_name:
@@ -145,8 +146,9 @@ async def changes_page(request: web.Request) -> web.Response:
     handle = library.by_name[name] if name else library.handles[0]
     raw = request.query.get("crawl", "")
     crawl = int(raw) if _NUMBER.fullmatch(raw) else None
+    unchanged = request.query.get("unchanged", "") not in ("", "0")
     try:
-        page = await asyncio.to_thread(_changes, handle, crawl)
+        page = await asyncio.to_thread(_changes, handle, crawl, unchanged)
     except UsageError as exc:
         raise web.HTTPNotFound(reason="No such crawl", text=str(exc)) from None
     comparison = page.comparison
@@ -160,4 +162,6 @@ async def changes_page(request: web.Request) -> web.Response:
         current=comparison.newer.crawls[0].number if comparison.compared else None,
         kinds=KINDS,
         shown=CHANGES_SHOWN,
+        crawl=raw if crawl is not None else "",
+        unchanged=unchanged,
     )

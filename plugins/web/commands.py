@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import re
 import signal
 from collections.abc import Sequence
@@ -53,7 +54,10 @@ async def serve_forever(
         try:
             await site.start()
         except OSError as exc:
-            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+            hint = ""
+            if exc.errno == errno.EADDRINUSE:
+                hint = "; choose another with --port N, or --port 0 for any free one (its address is printed)"
+            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None
         bound = runner.addresses[0][1] if runner.addresses else port
         count = len(library.handles)
         names = ", ".join(h.name for h in library.handles)

@@ -19,11 +19,16 @@ from urllib.parse import urlsplit
 
 from archiver.errors import ArchiveError, UsageError
 
+from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
+from .fuzzy import SEARCH_LIMIT, stands_in
 
 REFRESH_SECONDS = 2.0
 
 log = logging.getLogger("archiver.web")
+
+
+RENDERED = (DOM_PREFIX, SCREENSHOT_PREFIX)
 
 
 def site_of(url: str) -> str:
@@ -155,6 +160,13 @@ class ArchiveHandle:
             reader = self._fresh()
             return reader.captures(url) if reader is not None else []
 
+    def stand_ins(self, url: str) -> list[Capture]:
+        """Captures of `url`'s path with another query that pywb's fuzzy match accepts for it."""
+        with self._lock:
+            reader = self._fresh()
+            found = reader.captures_of_query_variants(url, SEARCH_LIMIT) if reader is not None else []
+        return [capture for capture in found if stands_in(url, capture)]
+
     def read(self, capture: Capture) -> StoredResponse:
         if capture.is_revisit:  # resolving a revisit consults the index
             with self._lock:
@@ -182,6 +194,8 @@ class Found:
 
     archive: ArchiveHandle
     capture: Capture
+    fuzzy: bool = False
+    """The URL asked for is not archived: this is a capture of its path with another query."""
 
 
 class Library:
@@ -222,20 +236,32 @@ class Library:
     def is_archived(self, url: str) -> bool:
         return any(h.captures(url) for h in self.handles)
 
-    def nearest(self, url: str, timestamp: str) -> Found | None:
+    def renderings(self, url: str) -> list[Found]:
+        """The browser capture's records of `url` (rendered DOMs, screenshots), oldest first."""
+        found = [Found(h, c) for prefix in RENDERED for h in self.handles for c in h.captures(prefix + url)]
+        found.sort(key=lambda f: (f.capture.timestamp, f.archive.name, f.capture.url))
+        return found
+
+    def nearest(self, url: str, timestamp: str, *, fuzzy: bool = True) -> Found | None:
         """The capture of `url` nearest to `timestamp` (later wins a tie).
 
         Captures of exactly this URL are preferred to those that only share its SURT
         key (``http:`` and ``https:``, ``www.``), so that a redirect from one to the
         other is not answered with itself.
         """
-        found = self.history(url)
+        found = self.history(url) or (self._fuzzy(url) if fuzzy else [])
         if not found:
             return None
         exact = [f for f in found if f.capture.url == url]
         pool = exact or found
         wanted = seconds(timestamp)
         return min(reversed(pool), key=lambda f: abs(seconds(f.capture.timestamp) - wanted))
+
+    def _fuzzy(self, url: str) -> list[Found]:
+        """Captures that may replay `url`, which is not archived (pywb's fuzzy match), oldest first."""
+        found = [Found(h, c, fuzzy=True) for h in self.handles for c in h.stand_ins(url)]
+        found.sort(key=lambda f: (f.capture.timestamp, f.archive.name))
+        return found
 
 
 def seconds(timestamp: str) -> int:

@@ -194,13 +194,16 @@ def _banner(
     library: Library, found: Found, stored: StoredResponse, target: Target, env: jinja2.Environment
 ) -> str:
     """The strip above a replayed page: when it was captured, what it was, the other captures."""
-    by_time = {f.capture.timestamp: f.capture for f in library.history(target.url)}
+    # a fuzzy match stands in for a URL never archived: its own captures are the ones to list
+    url = found.capture.url if found.fuzzy else target.url
+    by_time = {f.capture.timestamp: f.capture for f in library.history(url)}
     stamps = sorted(by_time)
     current = found.capture.timestamp
     index = stamps.index(current) if current in stamps else 0
     return env.get_template("banner.html").render(
         capture=found.capture,
-        url=target.url,
+        url=url,
+        asked=target.url if found.fuzzy else None,
         original=stored.url,
         status=stored.status,
         truncated=stored.truncated,

@@ -168,6 +168,10 @@ async def run_search(
         suggestion = answer.suggestion
         if suggestion and suggestion not in results.suggestions:
             results.suggestions.append(suggestion)
+    if results.total:
+        # Each archive suggests when it alone found nothing; a respelling is only
+        # worth showing when the whole search came back empty.
+        results.suggestions.clear()
     if merging:
         merged.sort(key=lambda h: -h.score)
         merged = merged[(page - 1) * per_page : page * per_page]

@@ -12,6 +12,8 @@ from aiohttp import web
 from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
 from .render import FOLLOWERS, LIBRARY, link_url, render
+from .renderings import LABELS, rendered_path
+from .renderings import kind_of as rendered_kind
 from .replay import replay_path
 from .searching import Filters, run_search
 from .status import LOG_NAME, LogFollower, crawl_status
@@ -173,6 +175,7 @@ async def history_page(request: web.Request) -> web.Response:
             reason="No URL", text="give the URL whose captures to list: /history?url=URL"
         )
     found = await asyncio.to_thread(request.app[LIBRARY].history, url)
+    renderings = await asyncio.to_thread(request.app[LIBRARY].renderings, url) if found else []
     status = 200 if found else 404
     return render(
         request,
@@ -183,6 +186,9 @@ async def history_page(request: web.Request) -> web.Response:
         site=site_of(url),
         found=found,
         kind_of=describe_capture,
+        renderings=renderings,
+        rendered_path=rendered_path,
+        rendered_label=lambda f: LABELS[rendered_kind(f)],
     )
 
 
