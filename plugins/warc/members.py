@@ -1,4 +1,4 @@
-"""Read WARC files record by record within the crawl's caps, whatever the file holds.
+"""Read WARC (and ARC) files record by record within the crawl's caps, whatever the file holds.
 
 warcio decompresses a record as far as it goes: a 4 MB gzip member of zeros became
 4 GiB in memory.  Here each gzip member (one record, as WARC files are written) is
@@ -6,12 +6,19 @@ inflated in steps and given up on past `ReadLimits.max_record_size`; an uncompre
 record's Content-Length is checked against the same cap before a byte of its block is
 read.  A record that cannot be read is reported by file and offset, and reading goes on
 at the next record whenever the file says where that is.
+
+ARC files (the Internet Archive's format before WARC: a ``URL IP DATE MIME LENGTH``
+line before each record) are read the same way, gzip per record or not, whatever their
+name; warcio turns each record into its WARC form as it parses it (`parse_record`).
+A gzip file that is one stream over several records cannot be read record by record:
+its first member says so (`ONE_STREAM`) instead of standing for the whole file.
 """
 
 from __future__ import annotations
 
 import enum
 import io
+import re
 import tomllib
 import zlib
 from collections.abc import Iterator
@@ -26,21 +33,34 @@ from archiver.config import Config
 from archiver.errors import ArchiveError
 
 __all__ = [
+    "ONE_STREAM",
     "GzipProblem",
     "GzipStop",
     "Member",
     "ReadLimits",
     "RecordError",
+    "arc_header",
     "gzip_members",
+    "is_one_stream",
+    "is_record_start",
     "iter_members",
     "parse_record",
     "read_member",
+    "record_end",
+    "split_stream",
 ]
 
 _CHUNK = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 _HEADER_SLACK = 256 * 1024
 """Room for the WARC and HTTP header blocks around a body of the largest size."""
+_ARC_HEADER = re.compile(rb"^\S+ \S+ \d{12,14} \S* ?(?:\S+ ){0,5}(\d{1,18})\r?\n\Z")
+"""An ARC record's header line: URL, IP, 14-digit date, media type (version 2 adds
+result code, checksum, location, offset, file name), then the block's length."""
+ONE_STREAM = (
+    "one gzip stream holds several records, so none can be found by its offset:"
+    " `archiver reindex --warc FILE -o ARCHIVE` recompresses it, one gzip member per record"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +151,13 @@ def iter_members(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Itera
             offset = record.offset + record.length
         return
     for member in gzip_members(handle, limits.max_record_size):
-        yield member if isinstance(member, Member) else _stopped(member, limits.max_record_size)
+        if isinstance(member, Member):
+            yield member
+            if _holds_more(member.data):
+                yield Member(member.offset, 0, b"", ONE_STREAM, fatal=True)
+                return
+        else:
+            yield _stopped(member, limits.max_record_size)
 
 
 def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMITS) -> Member:
@@ -144,12 +170,47 @@ def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMI
     return found or Member(offset, 0, b"", "no record here (end of file)", fatal=True)
 
 
+def is_one_stream(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> bool:
+    """Whether a gzip file's first member goes on past its first record (a file gzipped
+    whole, not one member per record); reads no further than that record."""
+    start = handle.tell()
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    data = b""
+    try:
+        while len(data) <= limits.max_record_size:
+            chunk = inflater.unconsumed_tail or handle.read(_CHUNK)
+            if not chunk:
+                break
+            data += inflater.decompress(chunk, _CHUNK)
+            end = record_end(data)
+            if inflater.eof or (end is not None and len(data) >= end + 1024):
+                break
+    except zlib.error:
+        return False
+    finally:
+        handle.seek(start)
+    return _holds_more(data)
+
+
+def split_stream(stream: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Member]:
+    """The records of an uncompressed stream (a one-stream gzip file as `gzip.open` reads
+    it), each as it is stored; a record that cannot be read ends the walk with its problem."""
+    offset = 0
+    while (member := _plain_record(stream, offset, limits.max_record_size)) is not None:
+        yield member
+        if member.problem:
+            return
+        offset = member.offset + member.length
+
+
 def _stopped(stop: GzipStop, cap: int) -> Member:
     match stop.problem:
         case GzipProblem.NUL | GzipProblem.NOT_GZIP:
             why = f"{stop.problem.value} where a record should start"
         case GzipProblem.CORRUPT:
             why = f"corrupt gzip member: {stop.detail}"
+        case GzipProblem.TOO_BIG if _holds_more(stop.data):
+            why = ONE_STREAM
         case GzipProblem.TOO_BIG:
             why = (
                 f"record decompresses to more than {cap} bytes (from {stop.stored} or more stored):"
@@ -253,7 +314,9 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
         if not head and line in (b"\r\n", b"\n"):
             offset += len(line)  # blank lines between records
             continue
-        if not head and not line.startswith(b"WARC/"):
+        if not head and (arc := _ARC_HEADER.match(line)) is not None:
+            return _arc_record(handle, offset, line, int(arc.group(1)), cap)
+        if not head and not is_record_start(line):
             return Member(offset, 0, b"", f"not a WARC record (starts with {line[:20]!r})", fatal=True)
         head += line
         if len(head) > _HEADER_SLACK:
@@ -276,6 +339,59 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
     return Member(offset, len(head) + len(block), bytes(head) + block)
 
 
+def _arc_record(handle: BinaryIO, offset: int, line: bytes, length: int, cap: int) -> Member:
+    """The ARC record whose header `line` was just read: the line, the block, its newline."""
+    if length > cap:
+        return Member(
+            offset, len(line) + length + 1, b"", f"ARC record of {length} bytes is more than {cap}: skipped"
+        )
+    block = handle.read(length)
+    if len(block) < length:
+        return Member(offset, 0, b"", f"ARC record cut off: its header says {length} bytes", fatal=True)
+    after = handle.read(1)
+    end = len(after) if after == b"\n" else 0
+    return Member(offset, len(line) + length + end, line + block + after[:end])
+
+
+def arc_header(line: bytes) -> tuple[str, int] | None:
+    """(URL, block length) of an ARC record's header `line`; None when it is not one."""
+    found = _ARC_HEADER.match(line)
+    if found is None:
+        return None
+    return line.split(b" ", 1)[0].decode("utf-8", "replace"), int(found.group(1))
+
+
+def is_record_start(line: bytes) -> bool:
+    """Whether `line` opens a record: a WARC version line (``warc/1.0`` too, any case) or an
+    ARC header line."""
+    return line[:5].upper() == b"WARC/" or _ARC_HEADER.match(line.split(b"\n", 1)[0] + b"\n") is not None
+
+
+def record_end(data: bytes) -> int | None:
+    """Where the first record of `data` (uncompressed) ends, trailer included; None when
+    its header block is not all there or says no length."""
+    line_end = data.find(b"\n", 0, _HEADER_SLACK)
+    if line_end < 0:
+        return None
+    arc = _ARC_HEADER.match(data[: line_end + 1])
+    if arc is not None:
+        end = line_end + 1 + int(arc.group(1))
+        return end + 1 if data[end : end + 1] == b"\n" else end
+    head_end = data.find(b"\r\n\r\n", 0, _HEADER_SLACK)
+    if head_end < 0:
+        return None
+    length = _content_length(data[: head_end + 2])
+    return None if length is None else head_end + 4 + length + 4
+
+
+def _holds_more(data: bytes) -> bool:
+    """Whether `data`, one inflated gzip member, goes on past its first record."""
+    end = record_end(data)
+    if end is None or len(data) <= end:
+        return False
+    return is_record_start(data[end : end + 1024].lstrip(b"\r\n"))
+
+
 def _content_length(head: bytes) -> int | None:
     for line in head.split(b"\n"):
         name, sep, value = line.partition(b":")
@@ -286,9 +402,10 @@ def _content_length(head: bytes) -> int | None:
 
 
 def parse_record(member: Member, path: Path) -> Any:
-    """The warcio record of `member` (its payload readable from ``raw_stream``)."""
+    """The warcio record of `member` (its payload readable from ``raw_stream``); an ARC
+    record in its WARC form."""
     try:
-        iterator = ArchiveIterator(io.BytesIO(member.data))
+        iterator = ArchiveIterator(io.BytesIO(member.data), arc2warc=True)
         record = next(iterator)
         # warcio reads the payload lazily: read it now, while errors can still be named
         payload = record.raw_stream.read()

@@ -14,6 +14,8 @@ import click
 from archiver.archive import require_archive
 from archiver.errors import UsageError
 
+from ..warc.suffixes import IMPORT_NAMES
+
 if TYPE_CHECKING:
     from .library import Library
 
@@ -125,7 +127,7 @@ def add_commands(cli: click.Group) -> None:
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
         for path in archives:
             if path.is_dir():
-                require_archive(path, also=("warc", "index"), suffixes=(".warc.gz", ".warc"))
+                require_archive(path, also=("warc", "index"), suffixes=IMPORT_NAMES)
         library = Library.open(list(archives))
         if not is_loopback(host):
             names = ", ".join(sorted({*machine_names(), *allow_hosts}))
