@@ -13,10 +13,14 @@ import asyncio
 import gzip
 import io
 import re
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.web.app import make_app
 from warcio.archiveiterator import ArchiveIterator
@@ -168,3 +172,45 @@ async def test_a_wacz_keeps_its_page_list(tmp_path: Path) -> None:
             "archive/data.warc.gz", gzip.compress(b"WARC/1.0\r\nContent-Length: 0\r\n\r\n\r\n\r\n")
         )
     assert await cli("reindex", "--warc", str(source), "-o", str(archive)) == 2
+
+
+async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) -> None:
+    wacz, arc = tmp_path / "browsertrix.wacz", tmp_path / "old.arc.gz"
+    SAMPLES[-1].write(wacz)
+    next(s for s in SAMPLES if s.name == arc.name).write(arc)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        "serve",
+        str(wacz),
+        str(arc),
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    unpacked = ""
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        unpacked = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        served = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+        assert served, line
+        async with ClientSession() as session:
+            async with session.get(served.group(1) + "search?q=gannet") as found:
+                assert found.status == 200 and "Packed" in await found.text()
+            async with session.get(
+                served.group(1) + "replay/20240202000001id_/https://wacz.test/second"
+            ) as page:
+                assert page.status == 200 and "fulmar" in await page.text()
+            async with session.get(served.group(1) + "replay/20010101000001id_/http://old.test/") as page:
+                assert page.status == 200 and "albatross" in await page.text()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    folder = re.search(r"into (\S+) ", unpacked)
+    assert folder, unpacked
+    gone = not await asyncio.to_thread(Path(folder.group(1)).exists)
+    assert gone  # the unpacked copy is removed with the server
