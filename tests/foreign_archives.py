@@ -81,6 +81,9 @@ class Sample:
     word: str
     missing: tuple[str, ...] = ()
     """URLs whose replay must say what is missing (503): revisits of absent originals."""
+    valid: bool = True
+    """Whether the file keeps the letter of the format (`warc check` passes): readers are
+    lenient with a few things the strict check names."""
 
 
 # -- the files ---------------------------------------------------------------------
@@ -295,6 +298,25 @@ def odd_records(path: Path) -> None:
     )
 
 
+def loose_endings(path: Path) -> None:
+    """Uncompressed, as hand-edited and older files are: lines ended CR CR LF, a record
+    followed by one line break instead of two, one whose Content-Length is two bytes short."""
+    first = page("Loose", "dunlin loose endings")
+    second = page("Short", "plover short length")
+    crcr = response("http://loose.test/", "2015-01-01T00:00:00Z", HTML_HEAD, first).replace(
+        b"\r\n", b"\r\r\n"
+    )
+    head, _, rest = crcr.partition(b"\r\r\n\r\r\n")  # the WARC header block: its own line ends
+    block = rest[: -len(b"\r\r\n\r\r\n")].replace(b"\r\r\n", b"\r\n")
+    length = b"Content-Length: %d" % len(block)
+    head = head.replace(b"Content-Length: %d" % len(rest[:-6]), length)
+    short = response("http://loose.test/short", "2015-01-01T00:00:02Z", HTML_HEAD, second)
+    stated = int(short.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    short = short.replace(b"Content-Length: %d" % stated, b"Content-Length: %d" % (stated - 2))
+    once = response("http://loose.test/once", "2015-01-01T00:00:01Z", HTML_HEAD, page("Once", "one break"))
+    path.write_bytes(head + b"\r\r\n\r\r\n" + block + b"\r\n\r\n" + once[:-2] + short)
+
+
 def wacz(path: Path) -> None:
     """A WACZ as py-wacz and Browsertrix write it: WARCs stored, CDXJ index, pages.jsonl, datapackage."""
     body = page("Packed", "gannet inside a wacz")
@@ -334,6 +356,7 @@ SAMPLES = (
     Sample("old.arc", arc_plain, "albatross"),
     Sample("old.arc.gz", arc_gzip, "albatross"),
     Sample("odd-records.warc.gz", odd_records, "shearwater", missing=("http://odd.test/revisit",)),
+    Sample("loose-endings.warc", loose_endings, "dunlin", valid=False),
     Sample("browsertrix.wacz", wacz, "gannet"),
 )
 

@@ -66,7 +66,9 @@ async def test_a_foreign_archive_is_read_whole_and_replayed_right(
     sample.write(source)
     archive = tmp_path / "archive"
     assert await cli("reindex", "--warc", str(source), "-o", str(archive)) == 0, capsys.readouterr().err
-    assert await cli("warc", "check", str(archive), "-q") == 0, capsys.readouterr().out
+    assert await cli("warc", "check", str(archive), "-q") == (0 if sample.valid else 1), (
+        capsys.readouterr().out
+    )
     capsys.readouterr()
     assert await cli("search", str(archive), sample.word, "--json") == 0
     assert sample.word.lower() in capsys.readouterr().out.lower()
@@ -214,3 +216,34 @@ async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) ->
     assert folder, unpacked
     gone = not await asyncio.to_thread(Path(folder.group(1)).exists)
     assert gone  # the unpacked copy is removed with the server
+
+
+def test_an_arc_record_whose_url_has_spaces_is_read(tmp_path: Path) -> None:
+    """Old crawlers wrote URLs as found, spaces included (warcio's example-space-in-url.arc)."""
+    from archiver_plugins.warc.members import iter_members, parse_record
+
+    from tests.foreign_archives import arc_record
+
+    http = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nskua"
+    arc = tmp_path / "spaces.arc"
+    arc.write_bytes(
+        b"".join(
+            arc_records_with(
+                arc_record(
+                    "http://a.test/x?q=two words&r=1", "10.0.0.2", "20010101000009", "text/plain", http
+                )
+            )
+        )
+    )
+    with arc.open("rb") as handle:
+        members = list(iter_members(handle))
+    assert [m.problem for m in members] == [None, None]
+    record = parse_record(members[1], arc)
+    assert record.rec_headers.get_header("WARC-Target-URI") == "http://a.test/x?q=two%20words&r=1"
+    assert record.raw_stream.read().endswith(b"skua")
+
+
+def arc_records_with(extra: bytes) -> list[bytes]:
+    from tests.foreign_archives import arc_records
+
+    return [arc_records("spaces.arc")[0], extra]

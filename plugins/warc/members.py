@@ -54,9 +54,13 @@ _CHUNK = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 _HEADER_SLACK = 256 * 1024
 """Room for the WARC and HTTP header blocks around a body of the largest size."""
-_ARC_HEADER = re.compile(rb"^\S+ \S+ \d{12,14} \S* ?(?:\S+ ){0,5}(\d{1,18})\r?\n\Z")
-"""An ARC record's header line: URL, IP, 14-digit date, media type (version 2 adds
-result code, checksum, location, offset, file name), then the block's length."""
+_ARC_HEADER = re.compile(rb"^(?P<url>\S.*?) \S+ \d{12,14} \S* ?(?:\S+ ){0,5}(?P<length>\d{1,18})\r?\n\Z")
+_ARC_LINE_MAX = 16 * 1024
+_STRAY_TAIL = 8
+"""Bytes left over after a record whose Content-Length is short that a reader skips."""
+"""An ARC record's header line: URL (spaces are seen in it), IP, 14-digit date, media
+type (version 2 adds result code, checksum, location, offset, file name), then the
+block's length."""
 ONE_STREAM = (
     "one gzip stream holds several records, so none can be found by its offset:"
     " `archiver reindex --warc FILE -o ARCHIVE` recompresses it, one gzip member per record"
@@ -305,23 +309,30 @@ def gzip_members(
 def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
     handle.seek(offset)
     head = bytearray()
+    tail_of_last = offset > 0
     while True:
         line = handle.readline(_HEADER_SLACK)
         if not line:
             if not head.strip():
                 return None
             return Member(offset, 0, b"", "record cut off inside its WARC header block", fatal=True)
-        if not head and line in (b"\r\n", b"\n"):
+        if not head and not line.rstrip(b"\r\n"):
             offset += len(line)  # blank lines between records
             continue
-        if not head and (arc := _ARC_HEADER.match(line)) is not None:
-            return _arc_record(handle, offset, line, int(arc.group(1)), cap)
+        if not head and tail_of_last and len(line) <= _STRAY_TAIL and not is_record_start(line):
+            # the last bytes of a record whose Content-Length is a little short: warcio and
+            # pywb skip them too, up to the line end, and read the next record
+            offset += len(line)
+            tail_of_last = False
+            continue
+        if not head and (arc := arc_header(line)) is not None:
+            return _arc_record(handle, offset, line, arc[1], cap)
         if not head and not is_record_start(line):
             return Member(offset, 0, b"", f"not a WARC record (starts with {line[:20]!r})", fatal=True)
         head += line
         if len(head) > _HEADER_SLACK:
             return Member(offset, 0, b"", "WARC header block too long", fatal=True)
-        if line in (b"\r\n", b"\n"):
+        if not line.rstrip(b"\r\n"):  # also CR CR LF, as some writers end lines
             break
     length = _content_length(bytes(head))
     if length is None:
@@ -333,10 +344,25 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
             b"",
             f"Content-Length {length} is more than the {cap} bytes a record may have: skipped",
         )
-    block = handle.read(length + 4)
+    block = handle.read(length)
     if len(block) < length:
         return Member(offset, 0, b"", f"record cut off: Content-Length says {length}", fatal=True)
+    block += _line_ends(handle, 4)
     return Member(offset, len(head) + len(block), bytes(head) + block)
+
+
+def _line_ends(handle: BinaryIO, most: int) -> bytes:
+    """Up to `most` CR and LF bytes from `handle`, consuming nothing else: a record's
+    trailer is CRLF CRLF, but some writers end a record with fewer line breaks."""
+    peek = getattr(handle, "peek", None)
+    if peek is not None:
+        ahead = peek(most)[:most]
+    else:
+        start = handle.tell()
+        ahead = handle.read(most)
+        handle.seek(start)
+    count = len(ahead) - len(ahead.lstrip(b"\r\n"))
+    return handle.read(count) if count else b""
 
 
 def _arc_record(handle: BinaryIO, offset: int, line: bytes, length: int, cap: int) -> Member:
@@ -355,16 +381,16 @@ def _arc_record(handle: BinaryIO, offset: int, line: bytes, length: int, cap: in
 
 def arc_header(line: bytes) -> tuple[str, int] | None:
     """(URL, block length) of an ARC record's header `line`; None when it is not one."""
-    found = _ARC_HEADER.match(line)
+    found = _ARC_HEADER.match(line) if len(line) <= _ARC_LINE_MAX else None
     if found is None:
         return None
-    return line.split(b" ", 1)[0].decode("utf-8", "replace"), int(found.group(1))
+    return found["url"].decode("utf-8", "replace"), int(found["length"])
 
 
 def is_record_start(line: bytes) -> bool:
     """Whether `line` opens a record: a WARC version line (``warc/1.0`` too, any case) or an
     ARC header line."""
-    return line[:5].upper() == b"WARC/" or _ARC_HEADER.match(line.split(b"\n", 1)[0] + b"\n") is not None
+    return line[:5].upper() == b"WARC/" or arc_header(line.split(b"\n", 1)[0] + b"\n") is not None
 
 
 def record_end(data: bytes) -> int | None:
@@ -373,9 +399,9 @@ def record_end(data: bytes) -> int | None:
     line_end = data.find(b"\n", 0, _HEADER_SLACK)
     if line_end < 0:
         return None
-    arc = _ARC_HEADER.match(data[: line_end + 1])
+    arc = arc_header(data[: line_end + 1])
     if arc is not None:
-        end = line_end + 1 + int(arc.group(1))
+        end = line_end + 1 + arc[1]
         return end + 1 if data[end : end + 1] == b"\n" else end
     head_end = data.find(b"\r\n\r\n", 0, _HEADER_SLACK)
     if head_end < 0:

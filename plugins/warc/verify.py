@@ -262,7 +262,7 @@ def _parse_record(handle: BinaryIO, start: int, cap: int) -> tuple[_Record, int]
             raise _Cut("record cut off inside its WARC header block", label)
         if size > _MAX_HEADER_BLOCK:
             raise _Cut("WARC header block longer than 1 MiB")
-        if line in (b"\r\n", b"\n"):
+        if not line.rstrip(b"\r\n"):
             break
         lines.append(line)
     record, length = _parse_headers(b"".join(lines))
