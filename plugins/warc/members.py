@@ -56,6 +56,7 @@ _HEADER_SLACK = 256 * 1024
 """Room for the WARC and HTTP header blocks around a body of the largest size."""
 _ARC_HEADER = re.compile(rb"^(?P<url>\S.*?) \S+ \d{12,14} \S* ?(?:\S+ ){0,5}(?P<length>\d{1,18})\r?\n\Z")
 _ARC_LINE_MAX = 16 * 1024
+_CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?\n", re.IGNORECASE)
 _STRAY_TAIL = 8
 """Bytes left over after a record whose Content-Length is short that a reader skips."""
 """An ARC record's header line: URL (spaces are seen in it), IP, 14-digit date, media
@@ -396,18 +397,18 @@ def is_record_start(line: bytes) -> bool:
 def record_end(data: bytes) -> int | None:
     """Where the first record of `data` (uncompressed) ends, trailer included; None when
     its header block is not all there or says no length."""
-    line_end = data.find(b"\n", 0, _HEADER_SLACK)
-    if line_end < 0:
-        return None
-    arc = arc_header(data[: line_end + 1])
-    if arc is not None:
+    if data[:5].upper() != b"WARC/":
+        line_end = data.find(b"\n", 0, _ARC_LINE_MAX)
+        arc = arc_header(data[: line_end + 1]) if line_end >= 0 else None
+        if arc is None:
+            return None
         end = line_end + 1 + arc[1]
         return end + 1 if data[end : end + 1] == b"\n" else end
     head_end = data.find(b"\r\n\r\n", 0, _HEADER_SLACK)
     if head_end < 0:
         return None
-    length = _content_length(data[: head_end + 2])
-    return None if length is None else head_end + 4 + length + 4
+    length = _CONTENT_LENGTH.search(data, 0, head_end + 2)
+    return None if length is None else head_end + 4 + int(length[1]) + 4
 
 
 def _holds_more(data: bytes) -> bool:
