@@ -1,4 +1,5 @@
-"""Archives as other tools write them, built byte by byte in the layouts those tools use.
+"""Archives as other tools write them: built byte by byte in the layouts those tools use,
+and a few sample files warcio ships (`SHIPPED`).
 
 Each builder writes one file the way a crawler or library does (Heritrix's metadata
 records, wget 1.14's chunked bodies, gowarc's chunked + gzip, a Webrecorder capture of a
@@ -367,3 +368,30 @@ def warc_members_of(path: Path) -> list[bytes]:
         with zipfile.ZipFile(path) as packed:
             return [packed.read(n) for n in packed.namelist() if n.startswith("archive/")]
     return [path.read_bytes()]
+
+
+FOREIGN = Path(__file__).parent / "data" / "foreign"
+"""Sample files the public libraries ship (see the NOTICE there)."""
+
+
+def copy_of(name: str) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_bytes((FOREIGN / name).read_bytes())
+
+    return write
+
+
+SHIPPED = (
+    Sample("example.arc", copy_of("example.arc"), "illustrative"),
+    Sample("example.arc.gz", copy_of("example.arc.gz"), "illustrative"),
+    Sample("example-iana.org-chunked.warc", copy_of("example-iana.org-chunked.warc"), "assigned"),
+    Sample("example-resource.warc.gz", copy_of("example-resource.warc.gz"), "illustrative"),
+    # its revisit's WARC-Block-Digest is not that of its block: `warc check` names it
+    Sample(
+        "example-bad-non-chunked.warc.gz",
+        copy_of("example-bad-non-chunked.warc.gz"),
+        "illustrative",
+        valid=False,
+    ),
+)
+"""warcio's own samples: ARC files, a body stored chunked, a resource record, one gzip stream."""

@@ -26,7 +26,7 @@ from archiver_plugins.web.app import make_app
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.cli import main
-from tests.foreign_archives import SAMPLES, Sample, warc_members_of
+from tests.foreign_archives import SAMPLES, SHIPPED, Sample, warc_members_of
 
 CAPTURE_TYPES = ("response", "revisit", "resource")
 
@@ -58,7 +58,7 @@ def expected_payload(kind: str, url: str, captures: list[tuple[str, str, str, by
     return next(raw for k, _u, _t, raw in captures if k == "response" and raw is not None)
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.name)
+@pytest.mark.parametrize("sample", SAMPLES + SHIPPED, ids=lambda s: s.name)
 async def test_a_foreign_archive_is_read_whole_and_replayed_right(
     sample: Sample, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
