@@ -177,24 +177,43 @@ def read_member(handle: BinaryIO, offset: int, limits: ReadLimits = DEFAULT_LIMI
 
 def is_one_stream(handle: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> bool:
     """Whether a gzip file's first member goes on past its first record (a file gzipped
-    whole, not one member per record); reads no further than that record."""
+    whole, not one member per record).
+
+    Inflates the first record once, in steps, keeping only its header block and what
+    follows it; a first record past the cap is not looked past (its reader reports it).
+    """
     start = handle.tell()
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    data = b""
+    head = b""
+    end: int | None = None
+    seen = 0
+    after = b""
     try:
-        while len(data) <= limits.max_record_size:
+        while len(after) < 1024 and not inflater.eof:
             chunk = inflater.unconsumed_tail or handle.read(_CHUNK)
             if not chunk:
                 break
-            data += inflater.decompress(chunk, _CHUNK)
-            end = record_end(data)
-            if inflater.eof or (end is not None and len(data) >= end + 1024):
-                break
+            piece = inflater.decompress(chunk, _CHUNK)
+            if end is None:
+                head += piece
+                seen = len(head)
+                end = record_end(head)
+                if end is None:
+                    if len(head) > _HEADER_SLACK:
+                        return False
+                    continue
+                if end > limits.max_record_size:
+                    return False
+                after = head[end:]
+                continue
+            if seen + len(piece) > end:
+                after += piece[max(0, end - seen) :]
+            seen += len(piece)
     except zlib.error:
         return False
     finally:
         handle.seek(start)
-    return _holds_more(data)
+    return is_record_start(after.lstrip(b"\r\n")) if after.strip(b"\r\n") else False
 
 
 def split_stream(stream: BinaryIO, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[Member]:
