@@ -247,3 +247,17 @@ def arc_records_with(extra: bytes) -> list[bytes]:
     from tests.foreign_archives import arc_records
 
     return [arc_records("spaces.arc")[0], extra]
+
+
+async def test_a_wacz_entry_is_imported_only_under_a_plain_name(tmp_path: Path) -> None:
+    source = tmp_path / "odd.wacz"
+    SAMPLES[-1].write(source)
+    with zipfile.ZipFile(source) as packed:
+        warc = packed.read("archive/data.warc.gz")
+    with zipfile.ZipFile(source, "a") as packed:
+        for name in ("archive/.hidden.warc.gz", "archive/a\\b.warc.gz", "archive/x/../y.warc.gz"):
+            packed.writestr(name, warc)
+    archive = tmp_path / "archive"
+    assert await cli("reindex", "--warc", str(source), "-o", str(archive)) == 0
+    held = sorted(p.name for p in (archive / "warc").iterdir() if p.name.endswith(".warc.gz"))
+    assert held == ["odd-data.warc.gz"]

@@ -116,6 +116,8 @@ def _wacz_placements(source: Path) -> list[_Placement]:
         parts = PurePosixPath(entry).parts
         if len(parts) != 2 or parts[0] != "archive" or not parts[1].endswith(STORED_NAMES):
             continue
+        if parts[1].startswith(".") or "\\" in parts[1] or "\0" in parts[1]:
+            continue  # not a name a WARC file of this archive can have
 
         def opener(entry: str = entry) -> contextlib.AbstractContextManager[BinaryIO]:
             return _zip_entry(source, entry)
