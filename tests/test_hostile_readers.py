@@ -326,7 +326,7 @@ def test_reindex_of_a_file_that_is_not_a_warc(tmp_path: Path) -> None:
     text.write_text("just some text\n")
     ran = run_archiver("reindex", "--warc", text, good, "-o", tmp_path / "x", cwd=tmp_path)
     assert ran.code == 2 and "Traceback" not in ran.err, ran
-    assert f"{text}: a WARC file's name ends in .warc.gz or .warc" in ran.err
+    assert f"{text}: a WARC file's name ends in .warc.gz, .warc, .arc.gz, .arc or .wacz" in ran.err
     disguised = tmp_path / "notwarc.warc.gz"
     disguised.write_text("just some text\n")
     ran = run_archiver("reindex", "--warc", disguised, good, "-o", tmp_path / "y", cwd=tmp_path)

@@ -21,11 +21,10 @@ from email.message import Message
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from warcio.bufferedreaders import ChunkedDataReader
-
 from archiver.decode import decode_content
 from archiver.errors import ArchiveError, UsageError, check_writable
 
+from ..warc.digests import digest_key
 from ..warc.members import (
     DEFAULT_LIMITS,
     GzipProblem,
@@ -35,10 +34,13 @@ from ..warc.members import (
     RecordError,
     gzip_members,
     is_gzip,
+    is_record_start,
     iter_members,
     parse_record,
     read_member,
 )
+from ..warc.payload import as_served
+from ..warc.suffixes import READ_NAMES
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .spool import Spool
 from .store import (
@@ -56,7 +58,7 @@ from .writer import Batcher, Control, run
 log = logging.getLogger("archiver.index")
 
 MAX_CONTENT = 64 * 1024 * 1024
-WARC_PATTERNS = ("*.warc.gz", "*.warc.gz.open", "*.warc", "*.warc.open")
+WARC_PATTERNS = tuple(f"*{suffix}" for suffix in READ_NAMES)
 
 
 @dataclass
@@ -92,14 +94,16 @@ def media_type(raw: str | None) -> tuple[str, str | None]:
 
 
 def _read_payload(record: Any, limits: ReadLimits) -> bytes:
-    """The body with its transfer and content codings undone, within the crawl's caps."""
+    """The body with its transfer and content codings undone, within the crawl's caps
+    (a Content-Encoding the stored body is plainly not in is not undone)."""
     http = record.http_headers
-    stream = record.raw_stream
-    if (http.get_header("Transfer-Encoding") or "").lower() == "chunked":
-        stream = ChunkedDataReader(stream)
+    body: bytes = record.raw_stream.read()
+    if http is None:
+        return body  # a resource record: its block is the payload
+    headers, body = as_served([(str(k), str(v)) for k, v in http.headers], body)
     decoded = decode_content(
-        stream.read(),
-        http.get_header("Content-Encoding"),
+        body,
+        next((v for k, v in headers if k.lower() == "content-encoding"), None),
         min(MAX_CONTENT, limits.max_decoded_size),
         limits.max_decompression_ratio,
     )
@@ -179,19 +183,23 @@ def readable_members(
 def _capture(
     record: Any, offset: int, path: Path, originals: dict[str, tuple[Path, int]], limits: ReadLimits
 ) -> Capture | None:
-    if record.rec_type not in ("response", "revisit") or record.http_headers is None:
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    if record.rec_type == "resource" and url.startswith(("http://", "https://")):
+        status, content_type = 200, record.rec_headers.get_header("Content-Type")  # a page as a file
+    elif record.rec_type not in ("response", "revisit") or record.http_headers is None:
         return None
-    try:
-        status = int(record.http_headers.get_statuscode())
-    except (TypeError, ValueError):
-        return None
-    media, charset = media_type(record.http_headers.get_header("Content-Type"))
+    else:
+        try:
+            status = int(record.http_headers.get_statuscode())
+        except (TypeError, ValueError):
+            return None
+        content_type = record.http_headers.get_header("Content-Type")
+    media, charset = media_type(content_type)
     if media not in INDEXED_TYPES:
         return None
-    url = record.rec_headers.get_header("WARC-Target-URI") or ""
     when = warc_time(record.rec_headers.get_header("WARC-Date") or "")
-    digest = record.rec_headers.get_header("WARC-Payload-Digest")
-    if record.rec_type == "response":
+    digest = digest_key(record.rec_headers.get_header("WARC-Payload-Digest"))
+    if record.rec_type != "revisit":
         if not is_indexable(status, media):
             return None
         try:
@@ -423,7 +431,7 @@ class Chunk:
                     try:
                         record = parse_record(member, path)
                         if record.rec_type == "revisit" and record.http_headers is not None:
-                            digest = record.rec_headers.get_header("WARC-Payload-Digest")
+                            digest = digest_key(record.rec_headers.get_header("WARC-Payload-Digest"))
                             if digest:
                                 found.revisits.append(((file_number, offset), digest))
                             continue
@@ -451,7 +459,7 @@ class Chunk:
             if member.problem:
                 return
             record = parse_record(member, path)
-            digest = record.rec_headers.get_header("WARC-Payload-Digest") or ""
+            digest = digest_key(record.rec_headers.get_header("WARC-Payload-Digest")) or ""
             capture = _capture(record, offset, path, {digest: (Path(original), original_offset)}, limits)
         except (OSError, RecordError) as exc:
             log.warning("reindex: %s: offset %d: %s", path, offset, exc)
@@ -504,10 +512,10 @@ def first_record(
 def _record_at(handle: BinaryIO, offset: int) -> bool:
     handle.seek(offset)
     try:
-        head = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(handle.read(_PROBE), 16)
+        head = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(handle.read(_PROBE), _PROBE)
     except zlib.error:
         return False
-    return head.startswith(b"WARC/")
+    return is_record_start(head)
 
 
 def _members_run_on(handle: BinaryIO, offset: int, cap: int) -> bool:

@@ -72,10 +72,11 @@ def add_commands(cli: click.Group) -> None:
         """
         from archiver.archive import require_archive
 
+        from ..warc.suffixes import STORED_NAMES
         from .export import ExportOptions, export_mirror
         from .plan import check_timestamp
 
-        require_archive(archive, also=("warc",), suffixes=(".warc.gz", ".warc"))
+        require_archive(archive, also=("warc",), suffixes=STORED_NAMES)
         options = ExportOptions(
             format=_format_for(output, fmt),
             timestamp=check_timestamp(timestamp) if timestamp else None,

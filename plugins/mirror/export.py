@@ -12,28 +12,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path as FsPath
-from typing import Any
 
 from archiver import __version__
-from archiver.api import plural, size
-from archiver.archive import saved_config
-from archiver.errors import ArchiveError, ArchiverError, UsageError
+from archiver.errors import ArchiveError, UsageError
 
-from ..warc.reader import WarcArchive, open_archive
+from ..warc.reader import WarcArchive
 from .landing import SiteEntry, landing_page
 from .names import MirrorPath, relative_href
-from .plan import Item, Plan, build_plan, normalize, roots_of
+from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
+from .plan import Item, Plan, build_plan, roots_of
 from .render import HTML_TYPES, redirect_page, render, render_snapshot
 from .rendered import rendered_dom
 from .safedir import Blocked
 from .sinks import MANIFEST_NAME, DirSink, Sink, ZipSink
-from .tail import check_tail
 from .targets import FileLinks, MissingLinks, crawl_log_reasons
 
 __all__ = ["ExportOptions", "ExportResult", "export_mirror", "open_warcs"]
@@ -43,103 +37,7 @@ log = logging.getLogger(__name__)
 REPORT_NAME = "export-report.json"
 LANDING_NAME = "index.html"
 FORMATS = ("dir", "zip", "wacz")
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    format: str = "dir"
-    timestamp: str | None = None
-    """Export the capture nearest to this 14-digit time instead of the latest."""
-    mark_missing: bool = True
-
-
-@dataclass
-class ExportResult:
-    archive: FsPath
-    output: FsPath
-    format: str
-    files: int = 0
-    written: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    rendered: int = 0
-    """Pages written as the browser capture rendered them (their ``urn:dom:`` record)."""
-    bytes: int = 0
-    seconds: float = 0.0
-    missing: MissingLinks | None = None
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    report_path: str | None = None
-
-    def summary(self) -> str:
-        if self.format == "wacz":
-            errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
-            return (
-                f"Packed {plural(self.files, 'file')} into {self.output} ({size(self.bytes)})"
-                f" in {self.seconds:.1f} s.{errors}"
-            )
-        line = (
-            f"Exported {plural(self.files, 'file')} ({size(self.bytes)}) to {self.output}"
-            f" in {self.seconds:.1f} s: {self.written} written, {self.unchanged} unchanged,"
-            f" {self.removed} removed."
-        )
-        if self.rendered:
-            line += f" {plural(self.rendered, 'page')} as rendered by the browser (--browser crawl)."
-        if self.missing is not None and self.missing.targets:
-            line += (
-                f" {plural(self.missing.link_count, 'link')} to {plural(len(self.missing.targets), 'URL')}"
-                f" not in the archive {'stays' if self.missing.link_count == 1 else 'stay'} on the web"
-            )
-            line += f" (see {self.report_path})." if self.report_path else "."
-        if self.errors:
-            line += f" {plural(len(self.errors), 'error')}."
-        return line
-
-    def to_json(self) -> dict[str, Any]:
-        missing = self.missing
-        return {
-            "archive": str(self.archive),
-            "output": str(self.output),
-            "format": self.format,
-            "files": self.files,
-            "written": self.written,
-            "unchanged": self.unchanged,
-            "removed": self.removed,
-            "rendered": self.rendered,
-            "bytes": self.bytes,
-            "seconds": round(self.seconds, 3),
-            "missing_links": missing.link_count if missing else 0,
-            "missing_urls": len(missing.targets) if missing else 0,
-            "missing_by_reason": dict(missing.by_reason()) if missing else {},
-            "errors": self.errors,
-            "warnings": self.warnings,
-            "missing": missing.to_json() if missing else [],
-        }
-
-
-def open_warcs(archive: FsPath) -> tuple[WarcArchive, list[str]]:
-    """The archive's WARC files for reading, and warnings about damaged tails."""
-    if not archive.exists():
-        raise UsageError(f"no archive at {archive}")
-    warcs = open_archive(archive)
-    files = warcs.warc_files() if warcs.folder.is_dir() else []
-    if not files:
-        raise ArchiveError(f"{archive} holds no WARC files (looked in {warcs.folder}): nothing to export")
-    warnings: list[str] = []
-    by_file: dict[str, list[Any]] = {}
-    for capture in warcs.iter_captures():
-        by_file.setdefault(capture.filename, []).append(capture)
-    for path in files:
-        try:
-            tail = check_tail(path, by_file.get(path.name, []))
-        except OSError as exc:
-            warnings.append(f"{path.name}: cannot be read: {exc.strerror or exc}")
-            continue
-        if tail.damaged:
-            warnings.append(
-                f"{path.name} has a damaged tail ({tail.problem}); the records before it are exported"
-            )
-    return warcs, warnings
+DEFAULT_OPTIONS = ExportOptions()
 
 
 def plan_hash(plan: Plan, options: ExportOptions) -> str:
@@ -153,46 +51,6 @@ def plan_hash(plan: Plan, options: ExportOptions) -> str:
 def _source(item: Item) -> str:
     capture = item.capture
     return f"{capture.filename}:{capture.offset}:{capture.digest or ''}"
-
-
-def mtime_of(timestamp: str) -> float | None:
-    try:
-        return datetime.strptime(timestamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
-
-
-def check_output(output: FsPath, fmt: str) -> None:
-    if fmt == "dir":
-        if output.exists() and not output.is_dir():
-            raise UsageError(f"{output} is a file; give a folder to export into (or --format zip)")
-        try:
-            output.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ArchiveError(f"cannot create {output}: {exc.strerror or exc}") from None
-        if not os.access(output, os.W_OK | os.X_OK):
-            raise ArchiveError(f"cannot write to {output}: permission denied")
-        return
-    if output.is_dir():
-        raise UsageError(f"{output} is a folder; --format {fmt} writes one file (e.g. {output.name}.{fmt})")
-    parent = output.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ArchiveError(f"cannot create {parent}: {exc.strerror or exc}") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ArchiveError(f"cannot write to {parent}: permission denied")
-
-
-def start_pages(archive: FsPath, plan: Plan) -> list[str]:
-    roots: list[str] = []
-    try:
-        crawl = saved_config(archive).get("crawl", {})
-        roots = [str(r) for r in crawl.get("roots", [])]
-    except (ArchiverError, OSError, ValueError):
-        pass
-    found = [normalize(root) for root in roots]
-    return [url for url in found if url is not None]
 
 
 def _sites(plan: Plan, starts: list[str]) -> list[SiteEntry]:
@@ -212,7 +70,7 @@ def _sites(plan: Plan, starts: list[str]) -> list[SiteEntry]:
     return sites
 
 
-def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = ExportOptions()) -> ExportResult:
+def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = DEFAULT_OPTIONS) -> ExportResult:
     """Export `archive` to `output` as a browsable folder or zip (`options.format`)."""
     if options.format == "wacz":
         from .wacz import export_wacz

@@ -59,10 +59,11 @@ def normalize(url: str) -> str | None:
 
 
 def usable(capture: Capture) -> bool:
-    """A capture worth a file: a success with a body, or a redirect."""
+    """A capture worth a file: a success with a body, or a redirect; or a resource
+    record (no HTTP status: its block is the file, as a browser-based capture stores it)."""
     status = capture.status
     if status is None:
-        return False
+        return capture.mime is not None and not capture.is_revisit
     return (200 <= status < 300 and status not in _UNUSABLE_2XX) or status in REDIRECT_STATUSES
 
 
@@ -213,7 +214,7 @@ def build_plan(archive: WarcArchive, timestamp: str | None = None) -> Plan:
 
 
 def _item(archive: WarcArchive, url: str, capture: Capture) -> Item | None:
-    status = capture.status or 0
+    status = capture.status if capture.status is not None else 200  # a resource record: a file
     mime = (capture.mime or "").lower()
     if status in REDIRECT_STATUSES or capture.is_revisit:
         response = archive.read(capture)

@@ -81,9 +81,20 @@ def render_css(response: StoredResponse, content: bytes, links: LinkMap) -> byte
 
 
 def redirect_page(status: int, target_url: str, href: str | None) -> bytes:
-    """A tiny page that forwards to `href` (local) or to `target_url` (the web)."""
-    link = html.escape(href if href is not None else target_url, quote=True)
+    """A tiny page that forwards to `href` (the target's file in the mirror); when the
+    mirror lacks the target, a page with a link to `target_url` on the web, which the
+    reader follows or not: opening the mirror never leads to the live web by itself."""
     shown = html.escape(target_url)
+    if href is None:
+        link = html.escape(target_url, quote=True)
+        return (
+            '<!doctype html>\n<html><head><meta charset="utf-8">\n'
+            f"<title>Redirect to {shown}</title></head>\n"
+            f"<body><p>This address redirected (HTTP {status}) to {shown}, which is not in the"
+            f' archive: <a href="{link}" data-archive-missing="not-archived">open it on the web</a>.'
+            "</p></body></html>\n"
+        ).encode()
+    link = html.escape(href, quote=True)
     return (
         '<!doctype html>\n<html><head><meta charset="utf-8">\n'
         f'<meta http-equiv="refresh" content="0; url={link}">\n'

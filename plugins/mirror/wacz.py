@@ -43,7 +43,7 @@ from archiver.decode import choose_encoding
 from archiver.errors import ArchiveError
 
 from ..warc.reader import Capture, WarcArchive
-from .export import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
+from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, build_plan
 from .render import HTML_TYPES
 from .sinks import ExclusiveZip, zip_time

@@ -1,4 +1,4 @@
-"""CDXJ index files: one sorted line per response/revisit record, beside each WARC file.
+"""CDXJ index files: one sorted line per capture (response, revisit, resource record), beside each WARC file.
 
 The lines are the ones ``cdxj-indexer`` writes and pywb reads::
 
@@ -25,16 +25,20 @@ from warcio.timeutils import iso_date_to_timestamp
 
 from .capture import REVISIT_MIME, Capture, parse_status
 from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, iter_members, parse_record
+from .suffixes import READ_NAMES
 
 Report = Callable[[str], None]
 
-INDEXED_TYPES = ("response", "revisit", "resource", "metadata")
+INDEXED_TYPES = ("response", "revisit", "resource")
+"""The records that are captures: a replay answers with one of them.  A ``metadata`` or
+``request`` record (Heritrix writes one with the URL and second of each response) never
+is, or it would shadow the response it describes."""
 _MIME_END = re.compile(r"[;\s]")
-WARC_SUFFIXES = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
+WARC_SUFFIXES = READ_NAMES
 
 
 def cdxj_path_for(warc_path: Path) -> Path:
-    """``NAME.warc.gz`` -> ``NAME.cdxj`` in the same folder."""
+    """``NAME.warc.gz`` (or ``NAME.arc.gz``...) -> ``NAME.cdxj`` in the same folder."""
     name = warc_path.name
     for suffix in WARC_SUFFIXES:
         if name.endswith(suffix):
@@ -159,7 +163,7 @@ def index_warc(
             if record.rec_type not in INDEXED_TYPES:
                 continue
             content_type = record.rec_headers.get_header("Content-Type")
-            if record.rec_type in ("resource", "metadata") and content_type == "application/warc-fields":
+            if record.rec_type == "resource" and content_type == "application/warc-fields":
                 continue
             capture = _capture(record, member, name)
             if capture is not None:

@@ -15,10 +15,12 @@ from archiver.archive import require_archive
 from archiver.errors import ArchiveError, UsageError
 from archiver.terminal import echo, printable
 
+from .suffixes import READ_NAMES
+
 # The reader and the verifier are imported when a command runs: building the command line
 # must not load warcio and the decoders.
 
-_WARC_NAMES = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
+_WARC_NAMES = READ_NAMES
 
 
 def warc_files(paths: Iterable[Path]) -> list[Path]:

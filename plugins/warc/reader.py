@@ -29,10 +29,20 @@ from archiver.model import find_header
 
 from .capture import Capture, parse_status
 from .cdxj import WARC_SUFFIXES, Report, cdxj_path_for, index_warc, read_cdxj
+from .digests import digest_key
 from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, parse_record, read_member
+from .payload import as_served
 from .surt import surt
 
-__all__ = ["Capture", "ReadLimits", "RecordError", "StoredResponse", "WarcArchive", "open_archive"]
+__all__ = [
+    "Capture",
+    "MissingOriginal",
+    "ReadLimits",
+    "RecordError",
+    "StoredResponse",
+    "WarcArchive",
+    "open_archive",
+]
 
 DEFAULT_CONTENT_CAP = DEFAULT_LIMITS.max_decoded_size
 _OPEN = ".open"
@@ -56,13 +66,26 @@ def resolve_warc(folder: Path, name: str) -> Path:
     return folder / name
 
 
+class MissingOriginal(ArchiveError):
+    """A revisit whose original (the record holding its payload) the archive lacks."""
+
+    def __init__(self, capture: Capture) -> None:
+        super().__init__(
+            f"{capture.url}: revisit of payload {capture.digest} whose original is not in the archive"
+        )
+        self.capture = capture
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """One archived HTTP response, as stored.
 
     `payload` is the entity body exactly as the server sent it (Content-Encoding kept,
-    chunked transfer coding removed); `headers` are the response headers in their
-    original order, duplicates included.  For a revisit, `status` and `headers` are the
+    chunked transfer coding removed, also from a record that stored it chunked);
+    `headers` are the response headers in their original order, duplicates included,
+    without ``Transfer-Encoding: chunked`` and without a ``Content-Encoding`` the stored
+    body is plainly not in (a tool stored it decoded).  A ``resource`` record's
+    `headers` are its own Content-Type and `status` is None.  For a revisit, `status` and `headers` are the
     revisit's own (for a server-not-modified revisit, whose own are a 304's, the
     original's) and `payload` is the original's (found by payload digest);
     `revisit_of` is then the original's capture.  `truncated` is the record's
@@ -135,14 +158,10 @@ class WarcArchive:
     # -- index ---------------------------------------------------------------
 
     def warc_files(self) -> list[Path]:
-        """The WARC files, finished and in progress, sorted by name (= by time)."""
+        """The WARC (and ARC) files, finished and in progress, sorted by name (= by time)."""
         if self.only:
             return [self.folder / name for name in self.only]
-        names = [
-            p
-            for p in self.folder.iterdir()
-            if p.is_file() and p.name.endswith((".warc.gz", ".warc", ".warc.gz.open", ".warc.open"))
-        ]
+        names = [p for p in self.folder.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)]
         return sorted(names, key=lambda p: p.name)
 
     def refresh(self) -> None:
@@ -177,8 +196,9 @@ class WarcArchive:
         self._sorted = sorted((c.urlkey, c.timestamp, position) for position, c in enumerate(self._all))
         self._by_digest = {}
         for capture in self._all:
-            if capture.digest and not capture.is_revisit:
-                self._by_digest.setdefault(capture.digest, capture)
+            key = digest_key(capture.digest)
+            if key and not capture.is_revisit:
+                self._by_digest.setdefault(key, capture)
 
     @property
     def problems(self) -> list[str]:
@@ -201,7 +221,7 @@ class WarcArchive:
         return self._sorted
 
     def iter_captures(self) -> Iterator[Capture]:
-        """Every response and revisit record of the archive, file by file in file order."""
+        """Every capture (response, revisit, resource record) of the archive, file by file in file order."""
         self._index()
         for index in self._files.values():
             yield from sorted(index.captures, key=lambda c: c.offset)
@@ -275,21 +295,20 @@ class WarcArchive:
             return response
         original = self._original_of(capture)
         if original is None:
-            raise ArchiveError(
-                f"{capture.url}: revisit of {capture.digest} whose original is not in the archive"
-            )
+            raise MissingOriginal(capture)
         stored = self._read_record(original)
         if response.status == 304:  # server-not-modified: the original's response stands
             response = dataclasses.replace(
                 response, status=stored.status, reason=stored.reason, headers=stored.headers
             )
+        headers, payload = as_served(response.headers, stored.payload)
         return StoredResponse(
             capture=capture,
             url=response.url,
             status=response.status,
             reason=response.reason,
-            headers=response.headers,
-            payload=stored.payload,
+            headers=headers,
+            payload=payload,
             record_id=response.record_id,
             date=response.date,
             truncated=stored.truncated,
@@ -299,9 +318,8 @@ class WarcArchive:
 
     def _original_of(self, capture: Capture) -> Capture | None:
         self._index()
-        if capture.digest:
-            return self._by_digest.get(capture.digest)
-        return None
+        key = digest_key(capture.digest)
+        return self._by_digest.get(key) if key else None
 
     def _read_record(self, capture: Capture) -> StoredResponse:
         path = self.path_of(capture)
@@ -316,10 +334,14 @@ class WarcArchive:
         record = parse_record(member, path)
         payload = record.raw_stream.read()
         http = record.http_headers
+        rec = record.rec_headers
         status = parse_status(http.get_statuscode()) if http else None
         reason = http.statusline.split(" ", 1)[1] if http and " " in http.statusline else ""
         headers = [(str(k), str(v)) for k, v in (http.headers if http else [])]
-        rec = record.rec_headers
+        if http:
+            headers, payload = as_served(headers, payload)
+        elif record.rec_type == "resource" and rec.get_header("Content-Type"):
+            headers = [("Content-Type", rec.get_header("Content-Type"))]
         return StoredResponse(
             capture=capture,
             url=rec.get_header("WARC-Target-URI") or capture.url,

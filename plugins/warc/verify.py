@@ -6,7 +6,8 @@ what a reader would need to trust the file:
 
 * every gzip member ends properly (end-of-stream marker, CRC-32 and length trailer),
   and nothing but gzip members follows (a crash can leave NUL bytes);
-* each record starts with a ``WARC/`` version line and has a Content-Length;
+* each record starts with a ``WARC/`` version line and has a Content-Length (an ARC
+  record: a header line whose length its block has);
 * the record block is exactly Content-Length bytes, followed by CRLF CRLF;
 * WARC-Block-Digest and WARC-Payload-Digest match (sha1/sha256/sha512/md5, in base32
   or hex); for a response stored with ``Transfer-Encoding: chunked`` the payload
@@ -21,22 +22,30 @@ do not end that prefix (the record is whole, its content is wrong).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, Member, ReadLimits, gzip_members
+from .digests import digest_matches
+from .members import (
+    DEFAULT_LIMITS,
+    GZIP_MAGIC,
+    GzipProblem,
+    GzipStop,
+    Member,
+    ReadLimits,
+    arc_header,
+    gzip_members,
+)
+from .payload import dechunk
 
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 
 _CHUNK = 1024 * 1024
 _MAX_HEADER_BLOCK = 1024 * 1024
 _TOO_BIG = "record is more than"
-_DIGESTS = {"sha1": "sha1", "sha256": "sha256", "sha512": "sha512", "md5": "md5"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,8 @@ def _verify_gzip(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
         records = 0
         position = 0
         while position < len(data):
+            if not data[position : position + 4].strip(b"\r\n") and len(data) - position <= 4:
+                break  # the newline ARC writers put between records
             try:
                 record, position = _parse_record(io.BytesIO(data), position, cap)
             except _Cut as cut:
@@ -214,6 +225,8 @@ def _verify_plain(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
         peek = handle.read(1)
         if not peek:
             return
+        if peek == b"\n":  # between two ARC records
+            continue
         handle.seek(start)
         if peek == b"\0":
             rest = report.size - start
@@ -238,6 +251,11 @@ def _verify_plain(handle: BinaryIO, report: VerifyReport, cap: int) -> None:
 def _parse_record(handle: BinaryIO, start: int, cap: int) -> tuple[_Record, int]:
     """Read one record at `start`; return it and the offset just past its trailer."""
     handle.seek(start)
+    first = handle.readline(_MAX_HEADER_BLOCK)
+    arc = arc_header(first)
+    if arc is not None:
+        return _parse_arc(handle, first, *arc, cap)
+    handle.seek(start)
     lines: list[bytes] = []
     size = 0
     while True:
@@ -248,7 +266,7 @@ def _parse_record(handle: BinaryIO, start: int, cap: int) -> tuple[_Record, int]
             raise _Cut("record cut off inside its WARC header block", label)
         if size > _MAX_HEADER_BLOCK:
             raise _Cut("WARC header block longer than 1 MiB")
-        if line in (b"\r\n", b"\n"):
+        if not line.rstrip(b"\r\n"):
             break
         lines.append(line)
     record, length = _parse_headers(b"".join(lines))
@@ -279,15 +297,34 @@ def _parse_record(handle: BinaryIO, start: int, cap: int) -> tuple[_Record, int]
     return record, handle.tell()
 
 
+def _parse_arc(handle: BinaryIO, line: bytes, url: str, length: int, cap: int) -> tuple[_Record, int]:
+    """An ARC record: its header line, `length` bytes of block, a newline (ARC has no digests)."""
+    record = _Record([("WARC-Type", "arc"), ("WARC-Target-URI", url)], b"")
+    if length > cap:
+        raise _Cut(f"{_TOO_BIG} {cap} bytes: not checked past it", record.label, fatal=False)
+    block = handle.read(length)
+    if len(block) < length:
+        raise _Cut(f"ARC record cut off: block is {len(block)} bytes, its header says {length}", record.label)
+    after = handle.read(1)
+    if after and after != b"\n":
+        raise _Cut("block does not end where the ARC header says (no newline after it)", record.label)
+    record.block = block
+    return record, handle.tell()
+
+
 def _parse_headers(data: bytes) -> tuple[_Record, int]:
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
-    if not lines or not lines[0].startswith("WARC/"):
+    if not lines or lines[0][:5].upper() != "WARC/":
         raise _Cut(f"not a WARC record (starts with {data[:20]!r})")
     headers: list[tuple[str, str]] = []
     for line in lines[1:]:
         line = line.rstrip("\r")
         if not line:
+            continue
+        if line[0] in " \t" and headers:  # a continuation line (WARC 1.1, section 4)
+            name, value = headers[-1]
+            headers[-1] = (name, f"{value} {line.strip()}")
             continue
         name, sep, value = line.partition(":")
         if not sep:
@@ -302,7 +339,7 @@ def _parse_headers(data: bytes) -> tuple[_Record, int]:
 
 def _check_digests(record: _Record, offset: int, report: VerifyReport) -> None:
     block_digest = record.header("WARC-Block-Digest")
-    if block_digest and not _digest_matches(block_digest, [record.block]):
+    if block_digest and not digest_matches(block_digest, [record.block]):
         report.faults.append(
             Fault(report.path, offset, record.label, "WARC-Block-Digest mismatch", fatal=False)
         )
@@ -311,7 +348,7 @@ def _check_digests(record: _Record, offset: int, report: VerifyReport) -> None:
     if not payload_digest or kind not in ("response", "request", "resource"):
         return
     candidates = _payloads(record)
-    if candidates is not None and not _digest_matches(payload_digest, candidates):
+    if candidates is not None and not digest_matches(payload_digest, candidates):
         report.faults.append(
             Fault(report.path, offset, record.label, "WARC-Payload-Digest mismatch", fatal=False)
         )
@@ -328,38 +365,7 @@ def _payloads(record: _Record) -> list[bytes] | None:
     head, body = record.block[:end], record.block[end + 4 :]
     candidates = [body]
     if b"transfer-encoding" in head.lower() and b"chunked" in head.lower():
-        dechunked = _dechunk(body)
+        dechunked = dechunk(body)
         if dechunked is not None:
             candidates.append(dechunked)
     return candidates
-
-
-def _dechunk(body: bytes) -> bytes | None:
-    out: list[bytes] = []
-    position = 0
-    while True:
-        line_end = body.find(b"\r\n", position)
-        if line_end < 0:
-            return None
-        try:
-            size = int(body[position:line_end].split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            return None
-        if size == 0:
-            return b"".join(out)
-        out.append(body[line_end + 2 : line_end + 2 + size])
-        position = line_end + 2 + size + 2
-
-
-def _digest_matches(label: str, candidates: list[bytes]) -> bool:
-    algorithm, _, expected = label.partition(":")
-    name = _DIGESTS.get(algorithm.strip().lower().replace("-", ""))
-    if name is None or not expected:
-        return True  # an algorithm we do not know: nothing to say about it
-    expected = expected.strip()
-    for data in candidates:
-        raw = hashlib.new(name, data).digest()
-        b32 = base64.b32encode(raw).decode("ascii")
-        if expected.upper().rstrip("=") == b32.rstrip("=") or expected.lower() == raw.hex():
-            return True
-    return False

@@ -15,6 +15,8 @@ import click
 from archiver.archive import require_archive
 from archiver.errors import UsageError
 
+from ..warc.suffixes import IMPORT_NAMES, WACZ_NAME
+
 if TYPE_CHECKING:
     from .library import Library
 
@@ -74,6 +76,44 @@ async def serve_forever(
         await runner.cleanup()
 
 
+def _serve(
+    library: Library, host: str, port: int, allow_hosts: Sequence[str], cors: Sequence[str], quiet: bool
+) -> None:
+    import asyncio
+
+    from .app import is_loopback, machine_names
+
+    if not is_loopback(host):
+        names = ", ".join(sorted({*machine_names(), *allow_hosts}))
+        click.echo(
+            f"warning: listening on {host}: anyone who can reach it can read the archive. "
+            f"It answers requests for its IP addresses, localhost and {names}; "
+            "add a name with --allow-host NAME",
+            err=True,
+        )
+    asyncio.run(serve_forever(library, host, port, quiet=quiet, allow_hosts=allow_hosts, cors=cors))
+
+
+def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
+    """`path`, or for a WACZ file an archive unpacked from it into a temporary folder
+    (its WARC files placed and indexed for search as `reindex --warc` does), removed at exit."""
+    if not (path.is_file() and path.name.endswith(WACZ_NAME)):
+        return path
+    import tempfile
+
+    from ..index.reindex import reindex
+    from ..warc.importing import import_warcs
+
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="archiver-wacz-")))
+    archive = folder / path.name[: -len(WACZ_NAME)]
+    archive.mkdir()
+    import_warcs([path], archive)
+    reindex(archive, processes=1)
+    if not quiet:
+        click.echo(f"Unpacked {path} into {archive} (removed when the server stops)", err=True)
+    return archive
+
+
 def add_commands(cli: click.Group) -> None:
     @cli.command()
     @click.argument("archives", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -115,13 +155,12 @@ def add_commands(cli: click.Group) -> None:
     ) -> None:
         """Search and replay ARCHIVES in a web browser (several archives at once are fine).
 
-        Prints the URL to open.  Pages are replayed from the WARC files with their links
-        rewritten to stay inside the archive; nothing is fetched from the live web.  Works
-        while a crawl is still writing the archive.
+        ARCHIVES are archive folders, WARC or ARC files, or WACZ files (unpacked into a
+        temporary archive while the server runs).  Prints the URL to open.  Pages are
+        replayed from the WARC files with their links rewritten to stay inside the
+        archive; nothing is fetched from the live web.  Works while a crawl is still
+        writing the archive.
         """
-        import asyncio
-
-        from .app import is_loopback, machine_names
         from .library import Library
 
         for origin in cors:
@@ -129,14 +168,8 @@ def add_commands(cli: click.Group) -> None:
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
         for path in archives:
             if path.is_dir():
-                require_archive(path, also=("warc", "index"), suffixes=(".warc.gz", ".warc"))
-        library = Library.open(list(archives))
-        if not is_loopback(host):
-            names = ", ".join(sorted({*machine_names(), *allow_hosts}))
-            click.echo(
-                f"warning: listening on {host}: anyone who can reach it can read the archive. "
-                f"It answers requests for its IP addresses, localhost and {names}; "
-                "add a name with --allow-host NAME",
-                err=True,
-            )
-        asyncio.run(serve_forever(library, host, port, quiet=quiet, allow_hosts=allow_hosts, cors=cors))
+                require_archive(path, also=("warc", "index"), suffixes=IMPORT_NAMES)
+        unpacked = contextlib.ExitStack()
+        with unpacked:
+            library = Library.open([_unpacked(path, unpacked, quiet) for path in archives])
+            _serve(library, host, port, allow_hosts, cors, quiet)

@@ -21,6 +21,7 @@ from archiver.errors import ArchiveError, UsageError
 
 from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
+from ..warc.suffixes import STORED_NAMES
 from .fuzzy import SEARCH_LIMIT, stands_in
 
 REFRESH_SECONDS = 2.0
@@ -216,7 +217,7 @@ class Library:
             path = Path(raw)
             if not path.exists():
                 raise UsageError(f"no archive at {path}")
-            if path.is_file() and not path.name.endswith((".warc.gz", ".warc")):
+            if path.is_file() and not path.name.endswith(STORED_NAMES):
                 raise UsageError(f"{path} is neither an archive folder nor a WARC file")
             base = path.resolve().name or "archive"
             name, n = base, 1

@@ -33,7 +33,7 @@ from aiohttp import web
 from archiver.decode import choose_encoding
 from archiver.errors import ArchiveError
 
-from ..warc.reader import StoredResponse
+from ..warc.reader import MissingOriginal, StoredResponse
 from .library import Found, Library, seconds
 from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, REPLAY_TOKEN, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
@@ -217,6 +217,16 @@ def _banner(
 MAX_INNER_REDIRECTS = 10
 
 
+def _missing_original(exc: MissingOriginal) -> str:
+    """What a revisit lacks, as pywb says it (503): the archive may yet receive the original."""
+    capture = exc.capture
+    return (
+        f"The capture of {capture.url} at {capture.timestamp} is a revisit: its content is that of"
+        f" an earlier capture with payload digest {capture.digest}, which this archive does not hold."
+        " Import the WARC file holding that capture to replay it."
+    )
+
+
 def _is_navigation(request: web.Request) -> bool:
     return request.headers.get("Sec-Fetch-Dest", "document") in ("document", "iframe", "frame", "")
 
@@ -236,7 +246,10 @@ async def replay(request: web.Request, inner: Target | None = None, hops: int = 
         # a page is moved to its exact time, so its banner, address and links agree;
         # the images and stylesheets it loads are served at once from the nearest capture
         raise web.HTTPFound(link_url(replay_path(capture.timestamp, target.url)))
-    stored = await asyncio.to_thread(found.archive.read, capture)
+    try:
+        stored = await asyncio.to_thread(found.archive.read, capture)
+    except MissingOriginal as exc:
+        raise web.HTTPServiceUnavailable(text=_missing_original(exc)) from None
     status = stored.status or 200
     if 300 <= status < 400 and target.modifier != IDENTITY:
         location = stored.header("Location")
