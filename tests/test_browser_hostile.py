@@ -1,0 +1,88 @@
+"""The browser capture against hostile pages, in real Chromium.
+
+A page whose script adds more images and frames than the render has time for: every one
+the browser asked the crawl for is fetched, logged and archived, after the render ended.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import chromium_path
+from mirror_site import png
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver.crawllog import LOG_NAME
+from archiver.manager import make_plugin_manager
+from archiver.model import Crawl
+from archiver.runner import run_crawl
+from archiver.testing import Site, make_config
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def crawl_with_browser(tmp_path: Path, root: str, browser: dict[str, Any], **overrides: Any) -> Crawl:
+    plugins = {"browser": {"all": True, **browser}}
+    config = make_config(tmp_path, [root], timeout=3.0, plugins=plugins, **overrides)
+    names = ("links", "warc", "browser")
+    pm = make_plugin_manager(autoload=False, modules=[f"archiver_plugins.{name}" for name in names])
+    return await run_crawl(config, pm)
+
+
+def archived_uris(archive: Path) -> list[str]:
+    """Target URIs of the response and revisit records."""
+    uris = []
+    for path in sorted((archive / "warc").glob("*.warc.gz")):
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type in ("response", "revisit"):
+                    uris.append(record.rec_headers.get_header("WARC-Target-URI") or "")
+    return uris
+
+
+def log_lines(archive: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (archive / LOG_NAME).read_text().splitlines()]
+
+
+async def test_requisites_the_browser_asked_for_are_all_fetched_after_the_render_ends(
+    site: Site, tmp_path: Path
+) -> None:
+    chromium_path()
+    images, frames = 120, 40
+    site.page(
+        "/",
+        "<!doctype html><title>Many</title><body><script>"
+        f"for (let i = 0; i < {images}; i++) {{"
+        ' const e = document.createElement("img"); e.src = "img/" + i + ".png";'
+        " document.body.appendChild(e); }"
+        f"for (let i = 0; i < {frames}; i++) {{"
+        ' const e = document.createElement("iframe"); e.src = "frame/" + i + ".html";'
+        " document.body.appendChild(e); }"
+        "</script></body>",
+    )
+    for i in range(images):
+        site.page(f"/img/{i}.png", png(4, 4, (i, 7, 9)), content_type="image/png", delay=0.03)
+    for i in range(frames):
+        site.page(f"/frame/{i}.html", f"<!doctype html><p>frame {i}</p>", delay=0.03)
+    crawl = await crawl_with_browser(
+        tmp_path,
+        site.url("/"),
+        {"idle_timeout": 0.5, "page_timeout": 2.0, "screenshot": False, "scroll_rounds": 0},
+        per_host_concurrency=2,
+    )
+    lines = log_lines(crawl.archive)
+    [render] = [line for line in lines if line.get("outcome") in ("rendered", "render_failed")]
+    asked = render["requests"]
+    served = [path for path in site.hits if path.startswith(("/img/", "/frame/"))]
+    assert asked > 40, "the page asked for too few requisites to show anything"
+    assert len(served) >= asked, f"the page asked for {asked}, the server saw {len(served)}"
+    assert all(site.hits[path] == 1 for path in served)
+    uris = archived_uris(crawl.archive)
+    for path in served:
+        assert uris.count(site.url(path)) == 1, f"{path} not archived once"
+    fetched = {line["url"] for line in lines if line.get("outcome") == "fetched"}
+    assert {site.url(path) for path in served} <= fetched
+    assert crawl.complete
