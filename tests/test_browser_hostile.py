@@ -6,6 +6,7 @@ the browser asked the crawl for is fetched, logged and archived, after the rende
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,42 @@ async def test_requisites_the_browser_asked_for_are_all_fetched_after_the_render
     fetched = {line["url"] for line in lines if line.get("outcome") == "fetched"}
     assert {site.url(path) for path in served} <= fetched
     assert crawl.complete
+
+
+class Listener(asyncio.DatagramProtocol):
+    """A UDP port on 127.0.0.1 that counts the datagrams it receives."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        self.received += 1
+
+
+async def test_webrtc_sends_no_packet_to_the_stun_and_turn_servers_a_page_names(
+    site: Site, tmp_path: Path
+) -> None:
+    chromium_path()
+    loop = asyncio.get_running_loop()
+    transport, listener = await loop.create_datagram_endpoint(Listener, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    servers = [
+        {"urls": f"stun:127.0.0.1:{port}"},
+        {"urls": f"turn:127.0.0.1:{port}?transport=udp", "username": "u", "credential": "p"},
+    ]
+    site.page(
+        "/",
+        "<!doctype html><title>Peer</title><body><script>"
+        f"const pc = new RTCPeerConnection({{iceServers: {json.dumps(servers)}}});"
+        'pc.createDataChannel("x");'
+        'pc.createOffer().then((offer) => pc.setLocalDescription(offer)).then(() => fetch("offered.json"));'
+        "</script></body>",
+    )
+    site.page("/offered.json", "{}", content_type="application/json")
+    try:
+        await crawl_with_browser(tmp_path, site.url("/"), {"idle_timeout": 1.5, "screenshot": False})
+        await asyncio.sleep(0.5)
+    finally:
+        transport.close()
+    assert site.hits["/offered.json"] == 1, "the page's script did not get as far as its offer"
+    assert listener.received == 0, f"{listener.received} STUN/TURN datagrams left the browser"

@@ -38,7 +38,9 @@ CHROMIUM_ARGS = [
     "--disable-extensions",
     "--dns-prefetch-disable",
     "--mute-audio",
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # WebRTC's STUN/TURN packets go past interception and the proxy to wherever a page
+    # says; this policy (checked with a UDP listener) leaves it no UDP and the dead proxy.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     # Requests are answered by interception; anything it misses meets a closed port.
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
