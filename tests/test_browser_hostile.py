@@ -126,3 +126,46 @@ async def test_webrtc_sends_no_packet_to_the_stun_and_turn_servers_a_page_names(
         transport.close()
     assert site.hits["/offered.json"] == 1, "the page's script did not get as far as its offer"
     assert listener.received == 0, f"{listener.received} STUN/TURN datagrams left the browser"
+
+
+HOGS = {
+    "/objects.html": "const kept = []; for (;;) kept.push(new Array(100000).fill(Math.random()));",
+    "/buffers.html": (
+        "const kept = []; for (;;) { try { kept.push(new Uint8Array(50000000).fill(1)); } catch (e) {} }"
+    ),
+    "/nodes.html": (
+        "for (;;) { const d = document.createElement('div');"
+        " d.textContent = 'x'.repeat(1000) + Math.random(); document.body.appendChild(d); }"
+    ),
+}
+
+
+async def test_a_page_that_allocates_without_end_is_ended_for_memory_and_the_crawl_goes_on(
+    site: Site, tmp_path: Path
+) -> None:
+    chromium_path()
+    site.page("/", links=[*HOGS, "/after.html"])
+    for path, script in HOGS.items():
+        site.page(path, f"<!doctype html><title>Hog</title><body><script>{script}</script></body>")
+    site.page("/after.html", "<!doctype html><title>After</title><p>the crawl went on</p>")
+    crawl = await crawl_with_browser(
+        tmp_path,
+        site.url("/"),
+        {"memory_limit": 256, "page_timeout": 40.0, "idle_timeout": 1.0, "screenshot": False},
+    )
+    rendered = {
+        line["url"]: line
+        for line in log_lines(crawl.archive)
+        if line.get("outcome") in ("rendered", "render_failed")
+    }
+    for path in HOGS:
+        line = rendered[site.url(path)]
+        assert line["outcome"] == "render_failed", path
+        assert line["reason"].startswith("memory:"), f"{path}: {line['reason']}"
+        assert line["elapsed"] < 30, f"{path} was not ended for its memory but by page_timeout"
+    assert rendered[site.url("/after.html")]["outcome"] == "rendered"
+    assert rendered[site.url("/")]["outcome"] == "rendered"
+    uris = archived_uris(crawl.archive)
+    assert {site.url(path) for path in ("/", *HOGS, "/after.html")} <= set(uris)
+    assert crawl.stats["browser.over_memory"] == len(HOGS)
+    assert crawl.complete
