@@ -16,10 +16,11 @@ import logging
 import random
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from . import control, history
 from .archive import save_config
@@ -93,11 +94,14 @@ class Crawler:
         page were on the pages before it, and this skips their parsing, canonicalization and
         scope checks.  Bounded (oldest half dropped); the frontier stays the judge of "seen"."""
         self._seed_failures = 0
-        self._requisites: dict[str, asyncio.Future[Page | None] | None] = {}
+        self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
         """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
-        (bounded like `_known_links`).  Their frontier entries are `_claimed`: a worker that
-        takes one has nothing left to do."""
-        self._claimed: set[str] = set()
+        (bounded like `_known_links`)."""
+        self._claimed: dict[str, asyncio.Future[bool | None]] = {}
+        """Their frontier entries: a worker that takes one waits for the plugin's fetch and marks
+        it done (the future gives `failed`), or fetches it itself when it gives None."""
+        self._requisite_tasks: set[asyncio.Task[None]] = set()
+        self._abandoned: set[str] = set()
         self._failed_roots: list[str] = []
         self._earlier = history.CrawlRun(0, "crawl", datetime.now(UTC))
         """This crawl's earlier runs: what they received and how long they ran count toward the limits."""
@@ -410,17 +414,23 @@ class Crawler:
     # -- workers ------------------------------------------------------------------------
 
     async def _run_workers(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            self._workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
-            self._group = group
-            watcher = group.create_task(self._watch_stop(self._workers))
-            while True:  # `archiver control tasks` may add workers while they run
-                waiting = list(self._workers)
-                await asyncio.gather(*waiting, return_exceptions=True)
-                if len(self._workers) == len(waiting):
-                    break
-            self._group = None
-            watcher.cancel()
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
+                self._group = group
+                watcher = group.create_task(self._watch_stop(self._workers))
+                while True:  # `archiver control tasks` may add workers while they run
+                    waiting = list(self._workers)
+                    await asyncio.gather(*waiting, return_exceptions=True)
+                    if len(self._workers) == len(waiting):
+                        break
+                self._group = None
+                watcher.cancel()
+        finally:
+            # only left when stopping (or another process holds their entries): in flight for a resume
+            for task in self._requisite_tasks:
+                task.cancel()
+            await asyncio.gather(*self._requisite_tasks, return_exceptions=True)
 
     async def _watch_stop(self, workers: list[asyncio.Task[None]]) -> None:
         await self._stopping.wait()
@@ -446,7 +456,9 @@ class Crawler:
                 return
             self._busy.add(task)
             try:
-                failed = False if self._claimed and self._was_claimed(item) else await self._process(item)
+                claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
+                handled = None if claim is None else await asyncio.shield(claim)
+                failed = await self._process(item) if handled is None else handled
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
@@ -593,7 +605,11 @@ class Crawler:
         return False
 
     async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
-        """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once."""
+        """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once.
+
+        The fetch runs in a task of its own: a caller that stops waiting (the page's rendering
+        ended) leaves it to finish, so a URL claimed here is always fetched, archived and logged.
+        """
         cleaned = clean_url(url)
         if cleaned is None:
             raise FetchError(url, "not an http(s) URL", kind="refused")
@@ -601,7 +617,8 @@ class Crawler:
         key = canonical_key(cleaned)
         if key in self._requisites:
             pending = self._requisites[key]
-            return None if pending is None else await asyncio.shield(pending)
+            outcome = None if pending is None else await asyncio.shield(pending)
+            return None if outcome is None else outcome.page
         reason = self._refusal(item)
         if reason is not None:
             self._skip(cleaned, reason, parent.url, item.depth)
@@ -609,36 +626,88 @@ class Crawler:
         if self.config.max_pages and self._added >= self.config.max_pages:
             self.crawl.stats["limit_max_pages"] += 1
             raise FetchError(cleaned, f"max_pages {self.config.max_pages} reached", kind="limit")
-        if not (await self.frontier.add([(key, item)]))[0]:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Outcome | None] = loop.create_future()
+        claim: asyncio.Future[bool | None] = loop.create_future()
+        # claimed before it is queued: a worker taking it meanwhile waits for this fetch
+        self._requisites[key] = answer
+        self._claimed[key] = claim
+        new = False
+        try:
+            new = (await self.frontier.add([(key, item)]))[0]
+        finally:
+            if not new:
+                self._unclaim(key, answer, claim)
+        if not new:
             return None
         self._added += 1
-        pending = self._requisites[key] = asyncio.get_running_loop().create_future()
-        self._claimed.add(key)
+        self._start_requisite_task(self._fetch_claimed(item, key, answer, claim))
+        try:
+            outcome = await asyncio.shield(answer)
+        except asyncio.CancelledError:
+            if answer.done():  # answered, but the caller went away before reading it
+                self._start_requisite_task(self._follow_if_redirect(item, answer.result()))
+            else:
+                self._abandoned.add(key)
+            raise
+        if outcome is None or outcome.page is None:
+            error = outcome.error if outcome else None
+            raise error or FetchError(cleaned, "refused by robots.txt", kind="refused")
+        return outcome.page
+
+    def _start_requisite_task(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._requisite_tasks.add(task)
+        task.add_done_callback(self._requisite_tasks.discard)
+
+    async def _follow_if_redirect(self, item: Item, outcome: Outcome | None) -> None:
+        if outcome is not None and outcome.page is not None and outcome.page.is_redirect:
+            await self._follow_redirect(item, outcome.page)
+
+    def _unclaim(
+        self, key: str, answer: asyncio.Future[Outcome | None], claim: asyncio.Future[bool | None]
+    ) -> None:
+        """Not fetched here after all: waiting plugins get nothing, a worker fetches it."""
+        self._abandoned.discard(key)
+        if self._requisites.get(key) is answer:
+            del self._requisites[key]
+        if self._claimed.get(key) is claim:
+            del self._claimed[key]
+        answer.set_result(None)
+        claim.set_result(None)
+
+    async def _fetch_claimed(
+        self,
+        item: Item,
+        key: str,
+        answer: asyncio.Future[Outcome | None],
+        claim: asyncio.Future[bool | None],
+    ) -> None:
         outcomes: list[Outcome] = []
         try:
-            await self._process(item, outcomes)
-        finally:
-            page = outcomes[0].page if outcomes else None
-            pending.set_result(page)
+            failed = await self._process(item, outcomes)
+        except asyncio.CancelledError:
+            self._unclaim(key, answer, claim)
+            raise
+        except Exception as exc:  # the worker that takes it fails as on any other URL
             self._requisites[key] = None
-            if not outcomes:  # cancelled before any answer: a worker fetches it in its turn
-                self._claimed.discard(key)
-                del self._requisites[key]
-            if len(self._requisites) > _KNOWN_LINKS_MEMORY:
-                for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
-                    if self._requisites[old] is None:
-                        del self._requisites[old]
-        if page is None:
-            error = outcomes[0].error if outcomes else None
-            raise error or FetchError(cleaned, "refused by robots.txt", kind="refused")
-        return page
-
-    def _was_claimed(self, item: Item) -> bool:
-        key = canonical_key(item.url)
-        if key in self._claimed:
-            self._claimed.discard(key)
-            return True
-        return False
+            answer.set_result(Outcome(None, FetchError(item.url, f"not fetched: {exc}"), 1))
+            claim.set_exception(exc)
+            return
+        outcome = outcomes[0] if outcomes else None
+        answer.set_result(outcome)
+        self._requisites[key] = None
+        try:
+            if key in self._abandoned:
+                # its plugin stopped waiting, so nobody asks for the redirect's target: queued here
+                self._abandoned.discard(key)
+                await self._follow_if_redirect(item, outcome)
+        finally:
+            claim.set_result(failed)
+        if len(self._requisites) > _KNOWN_LINKS_MEMORY:
+            for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
+                if self._requisites[old] is None:
+                    del self._requisites[old]
 
     async def _failed(self, item: Item, outcome: Outcome) -> bool:
         error = outcome.error

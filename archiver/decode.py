@@ -49,13 +49,20 @@ _BOMS = (
 
 
 class DecodeLimitError(Exception):
-    """The decoded body would pass the size or ratio cap."""
+    """The decoded body would pass the size or ratio cap; `partial` is what was decoded by then
+    (the decoder's own buffer, not a copy: a cap of 128 MB must not cost 256)."""
+
+    def __init__(self, partial: bytes | bytearray = b"") -> None:
+        super().__init__("decoded body over its cap")
+        self.partial = partial
 
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
     content: bytes
     error: str | None = None
+    cut: bool = False
+    """Only the first bytes were decoded (`decode_content`'s `prefix`)."""
 
 
 def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
@@ -68,7 +75,7 @@ def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
         while inflater.unconsumed_tail and len(out) <= limit:
             out += inflater.decompress(inflater.unconsumed_tail, limit - len(out) + 1)
         if len(out) > limit:
-            raise DecodeLimitError
+            raise DecodeLimitError(out)
         if not inflater.eof:
             break
         data = inflater.unused_data.lstrip(b"\0")
@@ -91,9 +98,14 @@ def _brotli(data: bytes, limit: int) -> bytes:
         while not decompressor.can_accept_more_data():
             out += decompressor.process(b"", output_buffer_limit=_STEP)
             if len(out) > limit:
-                raise DecodeLimitError
+                raise DecodeLimitError(out)
         if len(out) > limit:
-            raise DecodeLimitError
+            raise DecodeLimitError(out)
+    # output still held once all input is in (a body that compresses very well)
+    while not decompressor.is_finished() and (chunk := decompressor.process(b"", output_buffer_limit=_STEP)):
+        out += chunk
+        if len(out) > limit:
+            raise DecodeLimitError(out)
     return bytes(out)
 
 
@@ -103,7 +115,7 @@ def _zstd(data: bytes, limit: int) -> bytes:
     while chunk := reader.read(_STEP):
         out += chunk
         if len(out) > limit:
-            raise DecodeLimitError
+            raise DecodeLimitError(out)
     return bytes(out)
 
 
@@ -116,29 +128,36 @@ _DECODERS = {
 }
 
 
-def decode_content(body: bytes, content_encoding: str | None, max_size: int, max_ratio: int) -> Decoded:
+def decode_content(
+    body: bytes, content_encoding: str | None, max_size: int, max_ratio: int, *, prefix: bool = False
+) -> Decoded:
     """`body` with its Content-Encoding undone, capped at `max_size` and `max_ratio` x its size.
 
     On a cap or a corrupt stream the result is empty with `error` set: the page is still
-    archived as received, it just is not parsed.
+    archived as received, it just is not parsed.  With `prefix`, a body over the cap gives
+    its first bytes instead (`cut` set): for readers that only look at the start of a page.
     """
     codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
     codings = [c for c in codings if c != "identity"]
     if not codings:
+        if prefix and len(body) > max_size:
+            return Decoded(body[:max_size], cut=True)
         return Decoded(body)
     limit = min(max_size, max(len(body), 1024) * max_ratio)
-    data = body
+    data, cut = body, False
     for coding in reversed(codings):
         decoder = _DECODERS.get(coding)
         if decoder is None:
             return Decoded(b"", f"unsupported content-encoding {coding!r}")
         try:
             data = decoder(data, limit)
-        except DecodeLimitError:
-            return Decoded(b"", f"decoded body exceeds {limit} bytes (decompression cap)")
+        except DecodeLimitError as exc:
+            if not prefix:
+                return Decoded(b"", f"decoded body exceeds {limit} bytes (decompression cap)")
+            data, cut = bytes(memoryview(exc.partial)[:limit]), True
         except (zlib.error, brotli.error, zstandard.ZstdError, EOFError, ValueError) as exc:
             return Decoded(b"", f"corrupt {coding} body: {exc}")
-    return Decoded(data)
+    return Decoded(data, cut=cut)
 
 
 def is_textual(content_type: str) -> bool:

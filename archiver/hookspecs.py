@@ -162,6 +162,8 @@ def discover_links(
     held from an earlier run: nothing is fetched twice; keep what `page_fetched` showed
     you, or ask `archived_pages`); it raises ``archiver.FetchError`` when the URL is
     refused or fails.  A redirect is returned as it is: fetch its target in turn.
+    A ``fetch`` whose caller stops waiting (cancelled) still ends: the URL is fetched,
+    archived and logged, and a redirect's target queued.
     The worker waits for this hook, so bound its time.  `crawl` is the running crawl.
     May be ``async def``.
     """

@@ -41,7 +41,7 @@ class BrowserCapture:
     def __init__(self, settings: BrowserSettings, executable: str, pm: pluggy.PluginManager) -> None:
         self.settings = settings
         self.hooks = Hooks(pm)
-        self.browser = Browser(executable)
+        self.browser = Browser(executable, settings)
         self.cache = ResponseCache(settings.cache_size)
         self._tabs: asyncio.Semaphore | None = None
         self._not_held: set[str] = set()
@@ -87,7 +87,9 @@ class BrowserCapture:
         async def resolve(url: str) -> Answer:
             return await self._resolve(url, fetch, crawl)
 
-        session = PageSession(page.url, answer_of(page), resolve, self.settings, crawl.identity)
+        session = PageSession(
+            page.url, answer_of(page), resolve, self.settings, crawl.identity, self.browser.memory
+        )
         try:
             browser = await self.browser.get()
         except Exception as exc:
@@ -143,6 +145,8 @@ class BrowserCapture:
         crawl.stats["browser.pages"] += 1
         if rendering.dom is None:
             crawl.stats["browser.failed"] += 1
+        if rendering.over_memory:
+            crawl.stats["browser.over_memory"] += 1
         if rendering.notes:
             crawl.stats["browser.notes"] += 1
             log.info("browser: %s: %s", page.url, "; ".join(rendering.notes))

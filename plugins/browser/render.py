@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from urllib.parse import urldefrag
 from archiver.model import SharedIdentity
 
 from .cache import Answer
+from .memory import POLL_SECONDS, MemoryWatchdog, js_flags
 from .settings import BrowserSettings
 
 log = logging.getLogger("archiver.browser")
@@ -42,7 +44,9 @@ CHROMIUM_ARGS = [
     "--disable-extensions",
     "--dns-prefetch-disable",
     "--mute-audio",
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # WebRTC's STUN/TURN packets go past interception and the proxy to wherever a page
+    # says; this policy (checked with a UDP listener) leaves it no UDP and the dead proxy.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     # Requests are answered by interception; anything it misses meets a closed port.
     "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
@@ -133,6 +137,8 @@ class Rendering:
     notes: list[str] = field(default_factory=list)
     requests: int = 0
     elapsed: float = 0.0
+    over_memory: bool = False
+    """The page was ended for using more than ``memory_limit``."""
 
 
 def chromium_headers(headers: Any) -> dict[str, str]:
@@ -149,13 +155,20 @@ def chromium_headers(headers: Any) -> dict[str, str]:
     return merged
 
 
-class Browser:
-    """One Chromium for the crawl, started on first use and again if it dies."""
+class PageCrashed(Exception):
+    """The page's renderer went away (killed for its memory, or crashed)."""
 
-    def __init__(self, executable: str) -> None:
+
+class Browser:
+    """One Chromium for the crawl, started on first use and again if it dies, its memory watched."""
+
+    def __init__(self, executable: str, settings: BrowserSettings) -> None:
         self.executable = executable
+        self.settings = settings
+        self.memory = MemoryWatchdog(settings.memory_limit, settings.memory_limit * (settings.tabs + 2))
         self._playwright: Any = None
         self._browser: Any = None
+        self._watch: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     async def get(self) -> Any:
@@ -166,14 +179,26 @@ class Browser:
                 from playwright.async_api import async_playwright
 
                 self._playwright = await async_playwright().start()
+            # an unknown switch Chromium ignores: it finds the process tree to watch
+            marker = f"--archiver-capture={uuid.uuid4().hex}"
+            args = [*CHROMIUM_ARGS, js_flags(self.settings.memory_limit), marker]
             self._browser = await self._playwright.chromium.launch(
-                executable_path=self.executable, headless=True, args=CHROMIUM_ARGS
+                executable_path=self.executable, headless=True, args=args
             )
+            if self._watch is not None:
+                self._watch.cancel()
+            if MemoryWatchdog.available():
+                self._watch = asyncio.ensure_future(self.memory.watch(marker))
             return self._browser
 
     async def close(self) -> None:
         browser, playwright = self._browser, self._playwright
         self._browser = self._playwright = None
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watch
+            self._watch = None
         with contextlib.suppress(Exception):
             if browser is not None:
                 async with asyncio.timeout(CLOSE_TIMEOUT):
@@ -194,6 +219,7 @@ class PageSession:
         resolve: Resolve,
         settings: BrowserSettings,
         identity: SharedIdentity | None = None,
+        memory: MemoryWatchdog | None = None,
     ) -> None:
         self.url = url
         self.identity = identity
@@ -201,6 +227,7 @@ class PageSession:
         self.main = main
         self.resolve = resolve
         self.settings = settings
+        self.memory = memory
         self.result = Rendering()
         self._page: Any = None
         self._fetches: set[asyncio.Task[Answer]] = set()
@@ -222,12 +249,14 @@ class PageSession:
         try:
             async with asyncio.timeout(self.settings.page_timeout):
                 await self._share_cookies(context)
-                await self._load(context)
+                await self._load_until_crash(context)
                 await self._take_cookies()
         except TimeoutError:
             self.note(f"page not done after page_timeout = {self.settings.page_timeout:g} s")
         except Exception as exc:  # a Playwright error: the tab crashed, the page closed itself, ...
-            self.note(_describe(exc, self._crashed.is_set()))
+            # a renderer ended mid-navigation fails the navigation before the crash is told
+            crashed = self._crashed.is_set() or isinstance(exc, PageCrashed)
+            self.note(await self._crash_note(_describe(exc, crashed)))
         finally:
             for task in self._fetches:
                 task.cancel()
@@ -257,6 +286,35 @@ class PageSession:
     def note(self, text: str) -> None:
         if text not in self.result.notes and len(self.result.notes) < 20:
             self.result.notes.append(text)
+
+    async def _load_until_crash(self, context: Any) -> None:
+        """`_load`, given up as soon as the tab crashes (a wait on a dead page may never end)."""
+        load = asyncio.ensure_future(self._load(context))
+        crashed = asyncio.ensure_future(self._crashed.wait())
+        try:
+            await asyncio.wait({load, crashed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            crashed.cancel()
+            if not load.done():
+                load.cancel()
+                with contextlib.suppress(BaseException):
+                    await load
+        if load.cancelled():
+            raise PageCrashed("the tab crashed")
+        load.result()
+
+    async def _crash_note(self, otherwise: str) -> str:
+        """Why the page failed: memory when the watchdog ended a renderer (it learns of an end
+        at its next look), else `otherwise`."""
+        if self.memory is not None:
+            deadline = time.monotonic() + 3 * POLL_SECONDS
+            while not self.memory.ended_for_memory():
+                if time.monotonic() >= deadline:
+                    return otherwise
+                await asyncio.sleep(0.05)
+            self.result.over_memory = True
+            return f"memory: the page used more than memory_limit = {self.settings.memory_limit} MB"
+        return otherwise
 
     async def _load(self, context: Any) -> None:
         from playwright.async_api import TimeoutError as PlaywrightTimeout

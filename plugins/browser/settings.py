@@ -31,6 +31,10 @@ class BrowserSettings:
     """Scrolls to the bottom at most, to trigger lazy loading; 0 scrolls not at all."""
     screenshot: bool = True
     """Store a PNG screenshot of each rendered page."""
+    memory_limit: int = setting(1024, low=128, high=1 << 20)
+    """Megabytes one page may use in Chromium (its JavaScript heap, and its renderer process);
+    a page over it is ended (``render_failed``, reason ``memory: ...``) and the crawl goes on.
+    All of Chromium may use ``memory_limit * (tabs + 2)``."""
     cache_size: int = setting(64 * 1024 * 1024, low=0, high=1 << 34)
     """Bytes of responses kept in memory to answer a page's requests for URLs the crawl holds."""
     chromium: str = ""

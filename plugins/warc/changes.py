@@ -7,8 +7,10 @@ older side (the crawl before, or everything before that time).
 
 The CDXJ files are sorted by SURT key, so their captures are merged as streams and one
 URL's captures are looked at together, then forgotten: memory stays flat however many
-URLs the archive holds.  The verdicts go to temporary files, one per kind, so that the
-counts can be printed before the lists (`changes_report` writes both).
+URLs the archive holds.  At most `MAX_OPEN_FILES` files are merged at once: an archive of
+more WARC files is merged in rounds through temporary files, so that the open-file limit
+(``ulimit -n``, often 1024) is never reached.  The verdicts go to temporary files, one
+per kind, so that the counts can be printed before the lists (`changes_report` writes both).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from archiver.history import CrawlRun, read_history
 from .capture import REVISIT_MIME, Capture
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc
 from .members import ReadLimits
+
+MAX_OPEN_FILES = 64
+"""Files read at once by a merge; more are merged in rounds."""
 
 Kind = Literal["added", "changed", "unchanged", "removed", "unreached"]
 KINDS: tuple[Kind, ...] = ("added", "changed", "unchanged", "removed", "unreached")
@@ -179,10 +184,21 @@ def warc_folder(archive: Path) -> Path:
     return archive / "warc" if (archive / "warc").is_dir() else archive
 
 
-def sorted_captures(folder: Path) -> Iterator[tuple[str, str, Capture]]:
-    """Every HTTP capture of the WARC files in `folder` as (SURT key, timestamp, capture), in that order."""
+Entry = tuple[str, str, Capture]
+
+
+def _entry_order(entry: Entry) -> tuple[str, str]:
+    return entry[0], entry[1]
+
+
+def sorted_captures(folder: Path, max_open: int = MAX_OPEN_FILES) -> Iterator[Entry]:
+    """Every HTTP capture of the WARC files in `folder` as (SURT key, timestamp, capture), in that order.
+
+    Each stream opens its file when first read; with more than `max_open` of them, runs of
+    `max_open` are merged into temporary CDXJ files first (and those again, if need be).
+    """
     limits = ReadLimits.for_archive(folder)
-    streams: list[Iterator[tuple[str, str, Capture]]] = []
+    streams: list[Iterator[Entry]] = []
     for path in sorted(folder.iterdir()):
         if not path.is_file() or not path.name.endswith(WARC_SUFFIXES):
             continue
@@ -191,9 +207,27 @@ def sorted_captures(folder: Path) -> Iterator[tuple[str, str, Capture]]:
             streams.append(_cdxj_stream(cdxj))
         else:
             streams.append(_warc_stream(path, limits))
-    for entry in heapq.merge(*streams, key=lambda entry: (entry[0], entry[1])):
-        if entry[2].status is not None:
-            yield entry
+    with tempfile.TemporaryDirectory(prefix="archiver-changes-") as spill:
+        round_number = 0
+        while len(streams) > max_open:
+            round_number += 1
+            merged: list[Iterator[Entry]] = []
+            for start in range(0, len(streams), max_open):
+                run = Path(spill) / f"{round_number}-{start // max_open}.cdxj"
+                _spill(heapq.merge(*streams[start : start + max_open], key=_entry_order), run)
+                merged.append(_cdxj_stream(run))
+            streams = merged
+        for entry in heapq.merge(*streams, key=_entry_order):
+            if entry[2].status is not None:
+                yield entry
+
+
+def _spill(entries: Iterator[Entry], path: Path) -> None:
+    """`entries` as CDXJ lines (their own SURT keys kept), in their order."""
+    with path.open("w", encoding="utf-8") as out:
+        for key, timestamp, capture in entries:
+            fields = capture.to_cdxj().split(" ", 2)[2]
+            out.write(f"{key} {timestamp} {fields}\n")
 
 
 def url_histories(folder: Path) -> Iterator[list[Capture]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from archiver.decode import decode_content
+from archiver.decode import Decoded, decode_content
 from archiver.errors import ArchiveError
 from archiver.model import find_header
 
@@ -120,16 +120,27 @@ class StoredResponse:
         crawl's size and ratio caps), the encoding is unknown or the stored body is
         corrupt: a hostile archived body cannot exhaust memory through the reader.
         """
+        decoded = self._decoded(max_size, prefix=False)
+        return decoded.content
+
+    def content_prefix(self, max_size: int) -> tuple[bytes, bool]:
+        """The first `max_size` bytes of `content` (fewer at the ratio cap) and whether the body
+        went on: for a reader of the start of a page, whose memory must not grow with the page."""
+        decoded = self._decoded(max_size, prefix=True)
+        return decoded.content, decoded.cut
+
+    def _decoded(self, max_size: int, *, prefix: bool) -> Decoded:
         limits = self.limits
         decoded = decode_content(
             self.payload,
             self.header("Content-Encoding"),
             min(max_size, limits.max_decoded_size),
             max_ratio=limits.max_decompression_ratio,
+            prefix=prefix,
         )
         if decoded.error:
             raise ArchiveError(f"{self.url}: {decoded.error}")
-        return decoded.content
+        return decoded
 
 
 @dataclass

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from archiver.errors import ArchiveError
 
-from .changes_view import changes_page, diff_page
+from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
 from .render import (
     CORS_ORIGINS,
@@ -39,6 +39,7 @@ from .render import (
 )
 from .rendered_view import rendered_record
 from .replay_view import replay, replay_preflight
+from .slots import Slots
 from .views import browse_page, history_page, missing_page, search_page, status_page
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,10 @@ async def error_pages(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400:
             raise
         message = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
-        return _error(request, exc.status, exc.reason, message)
+        response = _error(request, exc.status, exc.reason, message)
+        if "Retry-After" in exc.headers:
+            response.headers["Retry-After"] = exc.headers["Retry-After"]
+        return response
     except ArchiveError as exc:
         log.warning("%s: %s", request.path, exc)
         return _error(request, 500, "Archive error", str(exc))
@@ -172,6 +176,7 @@ def make_app(
     app[ALLOWED_HOSTS] = HostCheck.for_address(host, allow_hosts)
     app[CORS_ORIGINS] = frozenset(origin.rstrip("/") for origin in cors)
     app[REPLAY_TOKEN] = secrets.token_urlsafe(18)
+    app[DIFF_SLOTS] = Slots(DIFFS_AT_ONCE, DIFFS_WAITING)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", search_page)
     app.router.add_get("/search", search_page)

@@ -16,11 +16,15 @@ from ..warc.changes_report import count_line, describe_run, listed_kinds
 from .diffing import CaptureText, capture_text, side_by_side, unified
 from .library import ArchiveHandle, Found, site_of
 from .render import LIBRARY, render
+from .slots import Slots
 
 _TIMESTAMP = re.compile(r"[0-9]{14}")
 _NUMBER = re.compile(r"[0-9]{1,6}")
 MAX_URL = 8192
 CHANGES_SHOWN = 500
+DIFFS_AT_ONCE = 2
+DIFFS_WAITING = 4
+DIFF_SLOTS = web.AppKey("diff_slots", Slots)
 """URLs listed per kind on the changes page; the counts cover them all."""
 
 KIND_LABELS = {
@@ -64,13 +68,18 @@ class Compared:
     right: CaptureText
     rows: list[Any]
     lines: list[str]
+    coarse: bool
+    """Lined up only by the texts' common start and end: the detailed diff cost too much."""
 
 
 def _compare(left: Found, right: Found, view: str) -> Compared:
-    a, b = capture_text(left), capture_text(right)
+    a = capture_text(left)
+    b = capture_text(right)
     if view == "side":
-        return Compared(a, b, side_by_side(a.lines, b.lines), [])
-    return Compared(a, b, [], unified(a.lines, b.lines, left.capture.timestamp, right.capture.timestamp))
+        rows, coarse = side_by_side(a.lines, b.lines)
+        return Compared(a, b, rows, [], coarse)
+    lines, coarse = unified(a.lines, b.lines, left.capture.timestamp, right.capture.timestamp)
+    return Compared(a, b, [], lines, coarse)
 
 
 async def diff_page(request: web.Request) -> web.Response:
@@ -87,7 +96,7 @@ async def diff_page(request: web.Request) -> web.Response:
     right = _pick(found, request.query.get("b", ""), found[-1])
     if left.capture.timestamp > right.capture.timestamp:
         left, right = right, left
-    compared = await asyncio.to_thread(_compare, left, right, view)
+    compared = await request.app[DIFF_SLOTS].run(lambda: _compare(left, right, view))
     return render(
         request,
         "diff.html",
@@ -101,6 +110,7 @@ async def diff_page(request: web.Request) -> web.Response:
         right_kind=describe_capture(right),
         rows=compared.rows,
         lines=compared.lines,
+        coarse=compared.coarse,
         same=compared.left.lines == compared.right.lines,
     )
 

@@ -22,6 +22,7 @@ from .target import parse_target
 _DIGITS = re.compile(r"[0-9]{1,5}")
 PER_PAGE = 10
 URLS_PER_PAGE = 100
+CAPTURES_PER_PAGE = 100
 MAX_PAGE = 1000
 MAX_QUERY = 500
 TYPE_CHOICES = (
@@ -177,6 +178,11 @@ async def history_page(request: web.Request) -> web.Response:
     found = await asyncio.to_thread(request.app[LIBRARY].history, url)
     renderings = await asyncio.to_thread(request.app[LIBRARY].renderings, url) if found else []
     status = 200 if found else 404
+    total = len(found)
+    pages = max(1, -(-total // CAPTURES_PER_PAGE))
+    page = min(_page(request), pages)
+    end = total - (page - 1) * CAPTURES_PER_PAGE  # newest first
+    shown = found[max(end - CAPTURES_PER_PAGE, 0) : end][::-1]
     return render(
         request,
         "history.html",
@@ -184,7 +190,11 @@ async def history_page(request: web.Request) -> web.Response:
         section="browse",
         url=url,
         site=site_of(url),
-        found=found,
+        found=shown,
+        total=total,
+        page=page,
+        pages=pages,
+        page_numbers=_page_numbers(page, pages),
         kind_of=describe_capture,
         renderings=renderings,
         rendered_path=rendered_path,
