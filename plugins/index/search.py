@@ -521,11 +521,18 @@ def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:
 
 @dataclass(frozen=True, slots=True)
 class _Patterns:
-    """Where a query's words occur in a page's text: phrases first, then single words."""
+    """Where a query's words occur in a page's text: phrases first, then single words.
+
+    The patterns find the windows of text worth showing; what is marked in them is decided
+    on the analyzed tokens (`_marks`), as the index matched them."""
 
     phrase: re.Pattern[str] | None
     words: re.Pattern[str] | None
     strict: bool
+    phrases: tuple[tuple[str, ...], ...] = ()
+    """The terms of each phrase of the query, in order."""
+    loose: frozenset[str] = frozenset()
+    """The terms of the query's other words (and of its prefixes and wildcards)."""
 
 
 def _stem_prefix(word: str) -> str:
@@ -542,9 +549,13 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
     wanted = ("text", "title", "headings", "description")
     words: set[str] = set()
     phrases: set[str] = set()
+    phrase_terms: set[tuple[str, ...]] = set()
+    loose: set[str] = set()
     for leaf in _leaves(q):
-        if isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words:
+        is_phrase = isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words
+        if is_phrase:
             parts = [str(w) for w in leaf.words]
+            phrase_terms.add(tuple(parts))
             if not any(p.isascii() for p in parts):
                 phrases.add(re.escape(parts[0] + "".join(p[-1] for p in parts[1:])))
             else:
@@ -555,11 +566,15 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
             if fieldname in wanted:
                 text = term.decode("utf-8") if isinstance(term, bytes) else str(term)
                 words.add(_stem_prefix(text))
+                if not is_phrase:
+                    loose.add(text)
     ordered = sorted(words, key=len, reverse=True)
     return _Patterns(
         phrase=re.compile("|".join(sorted(phrases)), re.IGNORECASE) if phrases else None,
         words=re.compile("|".join(map(_word_regex, ordered)), re.IGNORECASE) if words else None,
         strict=bool(phrases),
+        phrases=tuple(sorted(phrase_terms)),
+        loose=frozenset(loose),
     )
 
 
@@ -583,22 +598,97 @@ def _snippet(hit: Any, fields: dict[str, Any], patterns: _Patterns) -> str:
     """Highlight only the windows around the first matches: whoosh re-analyzes what it is given."""
     excerpt = fields.get("excerpt")
     text = zlib.decompress(excerpt).decode("utf-8", "replace") if excerpt else ""
-    strict = patterns.strict
     windows = _windows(text, patterns.phrase)
-    if not windows:
-        strict = False
-        windows = _windows(text, patterns.words)
+    if windows:
+        marked = _phrase_snippet([_widen(text, s, e) for s, e in windows], patterns)
+        if marked:
+            return marked
+    windows = _windows(text, patterns.words)
     if windows:
         piece = " … ".join(_widen(text, s, e) for s, e in windows)
-        marked = ""
-        if strict:
-            marked = str(hit.highlights("text", text=piece, top=2, strict_phrase=True))
-        if not marked:
-            marked = str(hit.highlights("text", text=piece, top=2))
+        marked = str(hit.highlights("text", text=piece, top=2))
         if marked:
             return marked
     fallback = fields.get("description") or text[:240]
     return escape(fallback[:240])
+
+
+_FRAGMENT_CHARS = 240
+_SURROUND = 70
+
+
+def _phrase_snippet(pieces: list[str], patterns: _Patterns) -> str:
+    """The first two pieces of text where a phrase of the query occurs, its words marked (and
+    the query's other words).  whoosh's `strict_phrase` highlighting compares the analyzed
+    phrase with the text split at spaces, counting the stop words it dropped, and marks
+    whatever words happen to sit at the phrase's positions; here a phrase is found as the
+    index found it: its terms at consecutive token positions."""
+    analyzer = text_analyzer()
+    fragments: list[str] = []
+    seen: dict[str, int] = {}
+    for piece in pieces:
+        found = analyzer(piece, positions=True, chars=True)
+        tokens = [(t.text, t.pos, t.startchar, t.endchar) for t in found]
+        marks = _marks(tokens, patterns)
+        if not any(marks):
+            continue
+        spans = _merged([token[2:] for token, mark in zip(tokens, marks, strict=True) if mark])
+        fragments.append(_fragment(piece, spans, seen))
+        if len(fragments) == 2:
+            break
+    return " … ".join(fragments)
+
+
+def _marks(tokens: list[tuple[str, int, int, int]], patterns: _Patterns) -> list[bool]:
+    marks = [term in patterns.loose for term, _, _, _ in tokens]
+    for phrase in patterns.phrases:
+        size = len(phrase)
+        for first in range(len(tokens) - size + 1):
+            if tokens[first][0] != phrase[0]:
+                continue
+            pos = tokens[first][1]
+            run = tokens[first : first + size]
+            if len(run) == size and all(
+                token[0] == word and token[1] == pos + k
+                for k, (token, word) in enumerate(zip(run, phrase, strict=True))
+            ):
+                marks[first : first + size] = [True] * size
+    return marks
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching spans as one (a CJK word's bigrams overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _fragment(text: str, spans: list[tuple[int, int]], seen: dict[str, int]) -> str:
+    """The text around the first marks, at most `_FRAGMENT_CHARS` long, escaped and marked as
+    whoosh's `HtmlFormatter` marks (a class per distinct word, five at most)."""
+    first = spans[0][0]
+    kept = [span for span in spans if span[1] - first <= _FRAGMENT_CHARS - 2 * _SURROUND] or spans[:1]
+    start = max(first - _SURROUND, 0)
+    end = min(max(kept[-1][1] + _SURROUND, start + _FRAGMENT_CHARS // 2), len(text))
+    if start > 0:
+        space = text.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", kept[-1][1], end)
+        end = space if space >= 0 else end
+    out: list[str] = []
+    at = start
+    for span_start, span_end in kept:
+        word = text[span_start:span_end]
+        number = seen.setdefault(word, len(seen) % 5)
+        out += (escape(text[at:span_start]), f'<b class="match term{number}">{escape(word)}</b>')
+        at = span_end
+    out.append(escape(text[at:end]))
+    return "".join(out)
 
 
 def _widen(text: str, start: int, end: int) -> str:
