@@ -41,6 +41,7 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
+from .blocks import LEVEL
 from .segment import FieldLengths, SegmentBuilder
 
 SEGMENTS_PER_TIER = 32
@@ -125,7 +126,7 @@ def _write_postings(
             continue
         field = schema[fieldname]
         postings = _field_postings(held, field.format, readers, docmaps)
-        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), 0)
+        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL)
 
 
 def _field_postings(
