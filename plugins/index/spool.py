@@ -163,8 +163,8 @@ _CAPTURE = "url, time, status, content_type, encoding, content, packed"
 
 
 def _capture(row: tuple[Any, ...]) -> Capture:
-    *fields, content, packed = row
-    return Capture(*fields, zlib.decompress(content) if packed else content)
+    url, time, status, content_type, encoding, content, packed = row
+    return Capture(url, time, status, content_type, encoding, zlib.decompress(content) if packed else content)
 
 
 def pending_in(path: Path) -> int:
