@@ -25,25 +25,22 @@ from whoosh.writing import SegmentWriter
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from index_pages import pages as bench_pages
+from warc_pages import write_warc
 
 URL = "http://example.test/"
 
 
-def page(path: str, body: str, title: str = "") -> dict[str, Any]:
+def page(path: str, body: str, title: str = "") -> Capture:
     html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
-    capture = Capture(URL + path, "20240501120000", 200, "text/html", "utf-8", html.encode())
-    return make_document(capture, max_chars=1_000_000)
+    return Capture(URL + path, "20240501120000", 200, "text/html", "utf-8", html.encode())
 
 
-def documents() -> list[dict[str, Any]]:
+def captures() -> list[Capture]:
     """Bench pages (one in twenty in Chinese; frequent words with posting lists of more than
     one block) and the odd ones: Japanese and Chinese text, repeated words, empty fields,
-    a page past whoosh's largest length byte, stop words alone, another field type's value."""
-    found = [
-        make_document(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
-        for url, body in bench_pages(160)
-    ]
-    found += [
+    a page past whoosh's largest length byte, stop words alone."""
+    return [
+        *(Capture(url, "20240501120000", 200, "text/html", "utf-8", body) for url, body in bench_pages(160)),
         page(
             "ja",
             "<h1>東京の天気</h1><p>今日は晴れです。明日は雨が降るでしょう。ひらがなとカタカナ。</p>",
@@ -56,6 +53,11 @@ def documents() -> list[dict[str, Any]]:
         page("huge", "<p>" + " ".join(f"w{n % 5000} {n % 10}" for n in range(60_000)) + "</p>", "huge"),
         page("mixed", "<p>asyncio.run() 3.14 naïve café Straße ﬁle İstanbul</p>", "Mixed"),
     ]
+
+
+def documents() -> list[dict[str, Any]]:
+    """The documents of `captures`, and another field type's value."""
+    found = [make_document(capture, max_chars=1_000_000) for capture in captures()]
     found.append({**found[0], "url": URL + "dict", "status": 404, "title": None, "site": ""})
     return found
 
@@ -152,6 +154,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     docs = documents()
     build(whoosh_dir(root / "stock"), docs, stock=True)
     build(whoosh_dir(root / "builder"), docs, stock=False)
+    for name in ("stock", "builder"):
+        write_warc(root / name, captures())
     return root / "stock", root / "builder"
 
 

@@ -17,6 +17,7 @@ from archiver_plugins.index.store import (
     whoosh_dir,
 )
 from archiver_plugins.index.writer import Batcher
+from warc_pages import write_warc
 
 from archiver.cli import main
 from archiver.errors import ArchiveError
@@ -58,13 +59,17 @@ PAGES = {
 
 
 def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
+    """Index `pages` and write them as WARC records (the snippets' text is read from them)."""
     ix, _ = open_or_create(whoosh_dir(archive))
     batcher = Batcher(ix, batch_size=100, batch_seconds=60, max_chars=100_000)
+    captures = []
     for url, (title, body) in pages.items():
         html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
-        batcher.add(Capture(url, "20240501120003", 200, "text/html", "utf-8", html.encode()))
+        captures.append(Capture(url, "20240501120003", 200, "text/html", "utf-8", html.encode()))
+        batcher.add(captures[-1])
     batcher.commit()
     ix.close()
+    write_warc(archive, captures)
 
 
 @pytest.fixture(scope="module")

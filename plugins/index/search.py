@@ -21,7 +21,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -44,6 +44,7 @@ from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, tex
 from .spool import pending_in
 from .store import (
     DAMAGE_ERRORS,
+    DEFAULT_MAX_CHARS,
     MARKER,
     DamagedIndexError,
     damaged_message,
@@ -226,6 +227,15 @@ class _Shared:
         self._searcher: Any = None
         self._folder_id: int | None = None
         self.filter_sets: OrderedDict[Filters, BitSet] = OrderedDict()
+        self._texts: Any = None
+
+    def page_text(self, url: str, time: str) -> str:
+        """A hit's page text for its snippet, from its WARC record (`pagetext`)."""
+        if self._texts is None:
+            from .pagetext import PageTexts
+
+            self._texts = PageTexts(self.archive, DEFAULT_MAX_CHARS)
+        return str(self._texts.text(url, time))
 
     def current(self) -> tuple[Any, bool]:
         """The searcher on the index as last committed; True when it was opened just now."""
@@ -464,7 +474,7 @@ def _run(
             results.formatter = _Escaped(tagname="b", between=" … ")
         patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
         for hit in results_page:
-            hits.append(_hit(hit, results_page.offset, patterns))
+            hits.append(_hit(hit, patterns, shared.page_text))
     suggestion = None
     if total == 0 and query_text.strip():
         suggestion = suggest(searcher, query_text)
@@ -501,11 +511,16 @@ class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
         return self.child.collect(sub_docnum)
 
 
-def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:
+def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], str]) -> Hit:
     fields = hit.fields()
     snippet = ""
     if patterns is not None:
-        snippet = _snippet(hit, fields, patterns)
+        excerpt = fields.get("excerpt")  # an index made before the text was read from the WARC
+        if excerpt:
+            text = zlib.decompress(excerpt).decode("utf-8", "replace")
+        else:
+            text = page_text(fields["url"], fields.get("time") or "")
+        snippet = _snippet(hit, text, fields, patterns)
     return Hit(
         rank=hit.rank + 1,
         url=fields["url"],
@@ -594,10 +609,8 @@ def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]
     return windows
 
 
-def _snippet(hit: Any, fields: dict[str, Any], patterns: _Patterns) -> str:
+def _snippet(hit: Any, text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
     """Highlight only the windows around the first matches: whoosh re-analyzes what it is given."""
-    excerpt = fields.get("excerpt")
-    text = zlib.decompress(excerpt).decode("utf-8", "replace") if excerpt else ""
     windows = _windows(text, patterns.phrase)
     if windows:
         marked = _phrase_snippet([_widen(text, s, e) for s, e in windows], patterns)

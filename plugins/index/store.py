@@ -217,5 +217,4 @@ def make_document(capture: Capture, max_chars: int = DEFAULT_MAX_CHARS) -> dict[
         "content_type": capture.content_type,
         "status": capture.status,
         "time": capture.time,
-        "excerpt": zlib.compress(found.text.encode("utf-8"), 1),
     }
