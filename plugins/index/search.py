@@ -3,7 +3,7 @@
 `search(archive, query)` parses the query language (words, "phrases", AND/OR/NOT,
 -word, title:, url:, site:HOST, prefixes), bounds what could run away (a wildcard that
 expands to too many words, a search that runs too long), and returns ranked hits with
-HTML snippets that whoosh's highlighter has escaped, so they are safe to embed.
+HTML snippets whose text is escaped, so they are safe to embed.
 
 Keyword filters (site, content type, capture-time range) restrict the documents the
 query is scored over, so the count and the pages are exact.  Each archive's index is
@@ -27,7 +27,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from whoosh import collectors, highlight, query
+from whoosh import collectors, query
 from whoosh.idsets import BitSet
 from whoosh.qparser import (
     AndGroup,
@@ -469,9 +469,6 @@ def _run(
     hits: list[Hit] = []
     if results.scored_length() > (page - 1) * limit:
         results_page = ResultsPage(results, page, limit)
-        if with_snippets:
-            results.fragmenter = highlight.ContextFragmenter(maxchars=240, surround=70)
-            results.formatter = _Escaped(tagname="b", between=" … ")
         patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
         for hit in results_page:
             hits.append(_hit(hit, patterns, shared.page_text))
@@ -491,13 +488,6 @@ def _run(
         notes=notes,
         elapsed=time.monotonic() - started,
     )
-
-
-class _Escaped(highlight.HtmlFormatter):  # type: ignore[misc]
-    """whoosh leaves `"` unescaped: escape everything once, so no later layer escapes again."""
-
-    def _text(self, text: str) -> str:
-        return escape(text, quote=True)
 
 
 class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
@@ -520,7 +510,7 @@ def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], s
             text = zlib.decompress(excerpt).decode("utf-8", "replace")
         else:
             text = page_text(fields["url"], fields.get("time") or "")
-        snippet = _snippet(hit, text, fields, patterns)
+        snippet = _snippet(text, fields, patterns)
     return Hit(
         rank=hit.rank + 1,
         url=fields["url"],
@@ -548,6 +538,8 @@ class _Patterns:
     """The terms of each phrase of the query, in order."""
     loose: frozenset[str] = frozenset()
     """The terms of the query's other words (and of its prefixes and wildcards)."""
+    terms: frozenset[str] = frozenset()
+    """Every term of the query, its phrases' included."""
 
 
 def _stem_prefix(word: str) -> str:
@@ -566,6 +558,7 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
     phrases: set[str] = set()
     phrase_terms: set[tuple[str, ...]] = set()
     loose: set[str] = set()
+    terms: set[str] = set()
     for leaf in _leaves(q):
         is_phrase = isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words
         if is_phrase:
@@ -581,6 +574,7 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
             if fieldname in wanted:
                 text = term.decode("utf-8") if isinstance(term, bytes) else str(term)
                 words.add(_stem_prefix(text))
+                terms.add(text)
                 if not is_phrase:
                     loose.add(text)
     ordered = sorted(words, key=len, reverse=True)
@@ -590,6 +584,7 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
         strict=bool(phrases),
         phrases=tuple(sorted(phrase_terms)),
         loose=frozenset(loose),
+        terms=frozenset(terms),
     )
 
 
@@ -609,17 +604,18 @@ def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]
     return windows
 
 
-def _snippet(hit: Any, text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
-    """Highlight only the windows around the first matches: whoosh re-analyzes what it is given."""
+def _snippet(text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
+    """Only the windows around the first matches are analyzed and marked: the phrases' when a
+    phrase occurs, else the words' (a phrase's words among them)."""
     windows = _windows(text, patterns.phrase)
     if windows:
-        marked = _phrase_snippet([_widen(text, s, e) for s, e in windows], patterns)
+        pieces = [_widen(text, s, e) for s, e in windows]
+        marked = _marked_snippet(pieces, patterns.phrases, patterns.loose)
         if marked:
             return marked
     windows = _windows(text, patterns.words)
     if windows:
-        piece = " … ".join(_widen(text, s, e) for s, e in windows)
-        marked = str(hit.highlights("text", text=piece, top=2))
+        marked = _marked_snippet([_widen(text, s, e) for s, e in windows], (), patterns.terms)
         if marked:
             return marked
     fallback = fields.get("description") or text[:240]
@@ -630,19 +626,21 @@ _FRAGMENT_CHARS = 240
 _SURROUND = 70
 
 
-def _phrase_snippet(pieces: list[str], patterns: _Patterns) -> str:
-    """The first two pieces of text where a phrase of the query occurs, its words marked (and
-    the query's other words).  whoosh's `strict_phrase` highlighting compares the analyzed
-    phrase with the text split at spaces, counting the stop words it dropped, and marks
-    whatever words happen to sit at the phrase's positions; here a phrase is found as the
-    index found it: its terms at consecutive token positions."""
+def _marked_snippet(pieces: list[str], phrases: tuple[tuple[str, ...], ...], terms: frozenset[str]) -> str:
+    """The first two pieces of text where a phrase of `phrases` or a term of `terms` occurs,
+    marked (the terms of a phrase only where they make it), as the index matched them: the
+    text analyzed as indexing analyzes it, a phrase found as its terms at consecutive
+    positions.  whoosh's `strict_phrase` highlighting compares the analyzed phrase with the
+    text split at spaces, counting the stop words it dropped, and marks whatever words sit
+    at the phrase's positions; its highlighter re-analyzes and fragments a page's windows
+    for each hit at several times this cost."""
     analyzer = text_analyzer()
     fragments: list[str] = []
     seen: dict[str, int] = {}
     for piece in pieces:
         found = analyzer(piece, positions=True, chars=True)
         tokens = [(t.text, t.pos, t.startchar, t.endchar) for t in found]
-        marks = _marks(tokens, patterns)
+        marks = _marks(tokens, phrases, terms)
         if not any(marks):
             continue
         spans = _merged([token[2:] for token, mark in zip(tokens, marks, strict=True) if mark])
@@ -652,9 +650,11 @@ def _phrase_snippet(pieces: list[str], patterns: _Patterns) -> str:
     return " … ".join(fragments)
 
 
-def _marks(tokens: list[tuple[str, int, int, int]], patterns: _Patterns) -> list[bool]:
-    marks = [term in patterns.loose for term, _, _, _ in tokens]
-    for phrase in patterns.phrases:
+def _marks(
+    tokens: list[tuple[str, int, int, int]], phrases: tuple[tuple[str, ...], ...], terms: frozenset[str]
+) -> list[bool]:
+    marks = [token[0] in terms for token in tokens]
+    for phrase in phrases:
         size = len(phrase)
         for first in range(len(tokens) - size + 1):
             if tokens[first][0] != phrase[0]:
@@ -695,7 +695,9 @@ def _fragment(text: str, spans: list[tuple[int, int]], seen: dict[str, int]) -> 
         end = space if space >= 0 else end
     out: list[str] = []
     at = start
-    for span_start, span_end in kept:
+    for span_start, span_end in spans:
+        if span_end > end:
+            break
         word = text[span_start:span_end]
         number = seen.setdefault(word, len(seen) % 5)
         out += (escape(text[at:span_start]), f'<b class="match term{number}">{escape(word)}</b>')
