@@ -193,6 +193,8 @@ def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, A
     included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
     if not isinstance(where, tuple):
         ids, weights, values = where.inlined_postings()
+        if weights is None:  # all 1.0
+            weights = (1.0,) * len(ids)
         yield ids, weights, tuple(b"" if value is None else value for value in values)
         return
     offset, length = where
