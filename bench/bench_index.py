@@ -14,8 +14,9 @@
 process of each revision) and prints its bytes per page by part (`index_disk.py`: term
 dictionary, postings, positions, block headers, stored text, columns), the ratios to the
 WARC files and to the text extracted from their pages, the query latency (p50, p95,
-with and without snippets, each revision's `search` on its own index) and whether each
-query's top 10 is the same.  Without ARCHIVE, `--pages` bench pages are written as WARC
+with and without snippets, wall and CPU time: on a loaded machine the CPU time is the
+steadier figure; each revision's `search` on its own index) and whether each query's top
+10 is the same.  Without ARCHIVE, `--pages` bench pages are written as WARC
 files (with their CDXJ index) first.
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
@@ -543,14 +544,17 @@ def measured(archive: Path, query_texts: list[str], rounds: int) -> dict[str, An
     for snippets in (False, True):
         close_all()  # the first round of each pays for opening the index, as a new process does
         timings: list[float] = []
+        spent: list[float] = []
         for _ in range(rounds):
             for text in query_texts:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 search(archive, text, limit=10, with_snippets=snippets)
                 timings.append(time.perf_counter() - started)
-        timings.sort()
+                spent.append(time.process_time() - cpu)
         label = "snippets" if snippets else "plain"
-        found[label] = [1000 * statistics.median(timings), 1000 * timings[int(len(timings) * 0.95) - 1]]
+        for key, values in ((label, timings), (label + " cpu", spent)):
+            values.sort()
+            found[key] = [1000 * statistics.median(values), 1000 * values[int(len(values) * 0.95) - 1]]
     return found
 
 
@@ -648,7 +652,12 @@ Path({str(out)!r}).write_text(json.dumps(figures))
         print(f"  {'index / WARC':28}{row}")
         row = "".join(f"{total / max(text_bytes, 1):16.2f}" for _, _, _, total, _ in results)
         print(f"  {'index / extracted text':28}{row}")
-        for key, name in (("plain", "query ms, no snippets"), ("snippets", "query ms, snippets")):
+        for key, name in (
+            ("plain", "query ms, no snippets"),
+            ("snippets", "query ms, snippets"),
+            ("plain cpu", "query CPU ms, no snippets"),
+            ("snippets cpu", "query CPU ms, snippets"),
+        ):
             row = "".join(f"{f[key][0]:7.1f} /{f[key][1]:7.1f}" for *_, f in results)
             print(f"  {name + ' p50/p95':28}{row}")
         if len(results) == 2:
