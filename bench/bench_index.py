@@ -10,9 +10,11 @@
     python bench/bench_index.py --disk --pages 3000 --against main    # where the index's bytes go
     python bench/bench_index.py --disk ARCHIVE --against main         # ... for a crawled archive
 
-`--disk` rebuilds the index of an archive's WARC files (`archiver reindex`, in a child
-process of each revision) and prints its bytes per page by part (`index_disk.py`: term
-dictionary, postings, positions, block headers, stored text, columns), the ratios to the
+`--disk` rebuilds the index of an archive's WARC files (`archiver reindex --processes 1`,
+in a child process of each revision: one process lays out the same segments every time,
+and whoosh's scores of prefix queries depend on the layout) and prints its bytes per page
+by part (`index_disk.py`: term dictionary, postings, positions, block headers, stored
+text, columns), the ratios to the
 WARC files and to the text extracted from their pages, the query latency (p50, p95,
 with and without snippets, wall and CPU time: on a loaded machine the CPU time is the
 steadier figure; each revision's `search` on its own index) and whether each query's top
@@ -613,7 +615,7 @@ def compare_disk(sources: list[Path], count: int, against: str | None, rounds: i
             build = f"""
 import sys
 from archiver.cli import main
-sys.argv = ["archiver", "reindex", {str(archive)!r}]
+sys.argv = ["archiver", "reindex", {str(archive)!r}, "--processes", "1"]
 main()
 """
             wall, cpu, rss = child(build, source=tree)
