@@ -134,24 +134,6 @@ def extract(content: bytes, content_type: str, encoding: str | None, max_chars: 
     return Extracted(title[:1000], headings[:5000], description[:2000], body)
 
 
-def snippet_text(content: bytes, content_type: str, encoding: str | None, max_chars: int) -> str:
-    """The body text `extract` keeps, as a search's snippet reads it: inline elements are set
-    apart by a space too (the analyzer splits words there anyway), which spares the pass
-    over every block element that costs half of `extract`."""
-    text = decode(content, encoding)
-    if content_type not in _HTML_TYPES:
-        return _clean(text[: max_chars * 2])[:max_chars]
-    root = LexborHTMLParser(text).body
-    if root is None:
-        return ""
-    for node in root.css(_DROP):
-        node.decompose()
-    main = root.css_first("main, [role=main], article") or root
-    for node in main.css(_PERMALINKS):
-        node.decompose()
-    return _clean(main.text(deep=True, separator=" "))[:max_chars]
-
-
 def _prepare_text(root: Node) -> None:
     """Drop permalink marks (Sphinx's `¶`) and set blocks apart, so the text reads as shown."""
     for node in root.css(_PERMALINKS):

@@ -4,7 +4,8 @@ The index keeps no copy of the pages' text (the WARC files hold the pages; a cop
 third of the index): a hit's record is found by its URL and capture time in the CDXJ
 files beside the WARC files, by binary search in each sorted file (no index loaded), or
 by a scan of the unsorted lines of a file still being written; its body is decoded and
-its text extracted as the index extracted it (`extract.snippet_text`).  A revisit is resolved through the
+its text extracted as the index extracted it (the same words at the same positions, which
+the phrase marks need; parsing the page again is most of a snippet's cost).  A revisit is resolved through the
 archive's reader (which indexes the archive once for its payload digests).  The texts of
 the last pages shown are kept, so paging through results reads each record once.
 """
@@ -25,7 +26,7 @@ from ..warc.cdxj import cdxj_path_for
 from ..warc.members import ReadLimits, RecordError
 from ..warc.reader import WarcArchive, open_archive
 from ..warc.surt import surt
-from .extract import sniff_encoding, snippet_text
+from .extract import extract, sniff_encoding
 
 log = logging.getLogger("archiver.index")
 
@@ -68,7 +69,7 @@ class PageTexts:
         content = response.content()
         declared = _CHARSET.search(response.header("Content-Type") or "")
         encoding = sniff_encoding(content, declared.group(1) if declared else None)
-        return snippet_text(content, response.content_type or "text/html", encoding, self.max_chars)
+        return extract(content, response.content_type or "text/html", encoding, self.max_chars).text
 
     def _find(self, url: str, time: str) -> Capture | None:
         """The capture of `url` nearest to `time` (the index's capture time is the WARC-Date
