@@ -505,10 +505,8 @@ def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], s
     fields = hit.fields()
     snippet = ""
     if patterns is not None:
-        excerpt = fields.get("excerpt")  # an index made before the text was read from the WARC
-        if excerpt:
-            text = zlib.decompress(excerpt).decode("utf-8", "replace")
-        else:
+        text = _stored_text(fields.get("excerpt"), patterns)
+        if text is None:
             text = page_text(fields["url"], fields.get("time") or "")
         snippet = _snippet(text, fields, patterns)
     return Hit(
@@ -602,6 +600,24 @@ def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]
         if len(windows) >= 3:
             break
     return windows
+
+
+def _stored_text(excerpt: Any, patterns: _Patterns) -> str | None:
+    """The text the index holds for a snippet, when it is enough: a page's whole text (an
+    index of an earlier version), or the start of it (`store.lead_of`) when it is the whole
+    text or holds the first match with its window; None: read the page's WARC record."""
+    if isinstance(excerpt, bytes) and excerpt:
+        return zlib.decompress(excerpt).decode("utf-8", "replace")
+    if not isinstance(excerpt, tuple) or len(excerpt) != 2:
+        return None
+    lead = zlib.decompress(excerpt[0]).decode("utf-8", "replace")
+    if len(lead) >= excerpt[1]:
+        return lead
+    pattern = patterns.phrase if patterns.phrase is not None else patterns.words
+    found = pattern.search(lead) if pattern is not None else None
+    if found is not None and found.end() + _SNIPPET_WINDOW < len(lead):
+        return lead
+    return None
 
 
 def _snippet(text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
