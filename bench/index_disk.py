@@ -10,7 +10,8 @@ columns), and each byte is put in one part:
   positions of a phrase field, the counts of the others) as they weigh uncompressed;
   the headers are each block's length and statistics.  `uncompressed blocks` counts the
   bytes of the blocks stored without compression (a cross-section of the three parts).
-- `stored: excerpt`, `stored: other fields`: the stored-fields column.
+- `stored: text (excerpt)`, `stored: other fields`: the stored-fields column (the text kept
+  for snippets: the whole text before, its first 2,000 characters now).
 - `per-document columns`: every other column (the field lengths).
 - `other`: the compound files' directories, the tables of contents.
 """
@@ -33,7 +34,7 @@ PARTS = (
     "postings: ids+weights",
     "positions",
     "block headers",
-    "stored: excerpt",
+    "stored: text (excerpt)",
     "stored: other fields",
     "per-document columns",
     "other",
@@ -134,11 +135,13 @@ def _stored(codec: Any, storage: Any, segment: Any, length: int, parts: Counter[
             fields = reader.stored_fields(docnum)
             kept = fields.get("excerpt")
             size = len(zlib.compress(pickle.dumps(fields, 3), 1))
+            if isinstance(kept, tuple):  # (the start of the text, compressed; its whole length)
+                kept = kept[0]
             part = len(kept) if isinstance(kept, bytes) else 0
             excerpt += part
             other += size - part
     finally:
         reader.close()
     if excerpt + other:
-        parts["stored: excerpt"] += round(length * excerpt / (excerpt + other))
+        parts["stored: text (excerpt)"] += round(length * excerpt / (excerpt + other))
         parts["stored: other fields"] += length - round(length * excerpt / (excerpt + other))
