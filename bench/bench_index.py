@@ -7,6 +7,19 @@
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
     python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
     python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # writer A/B: CPU, segments, queries
+    python bench/bench_index.py --disk --pages 3000 --against main    # where the index's bytes go
+    python bench/bench_index.py --disk ARCHIVE --against main         # ... for a crawled archive
+
+`--disk` rebuilds the index of an archive's WARC files (`archiver reindex --processes 1`,
+in a child process of each revision: one process lays out the same segments every time,
+and whoosh's scores of prefix queries depend on the layout) and prints its bytes per page
+by part (`index_disk.py`: term dictionary, postings, positions, block headers, stored
+text, columns), the ratios to the
+WARC files and to the text extracted from their pages, the query latency (p50, p95,
+with and without snippets, wall and CPU time: on a loaded machine the CPU time is the
+steadier figure; each revision's `search` on its own index) and whether each query's top
+10 is the same.  Without ARCHIVE, `--pages` bench pages are written as WARC
+files (with their CDXJ index) first.
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
@@ -496,6 +509,169 @@ sys.exit(main([{str(archive)!r}, "--processes", "1", "--batch-size", "{batch_siz
         shutil.rmtree(spooled, ignore_errors=True)
 
 
+DOC_QUERIES = [
+    "event loop",
+    '"event loop"',
+    '"context manager"',
+    "asyncio",
+    "dict",
+    "str join",
+    "list comprehension",
+    "subprocess timeout",
+    "json",
+    "title:logging",
+    "async*",
+    "socket NOT ssl",
+    "unicode",
+    "decorator",
+    "tutorial",
+    "threading lock",
+    '"keyword argument"',
+    "zipfile",
+]
+"""Queries for a crawled archive (the Python documentation served locally)."""
+
+
+def measured(archive: Path, query_texts: list[str], rounds: int) -> dict[str, Any]:
+    """Latency with and without snippets and each query's top 10, by the `search` of the
+    process that runs this (a child of one revision)."""
+    from archiver_plugins.index.search import close_all
+
+    found: dict[str, Any] = {"top10": {}}
+    for text in query_texts:
+        hits = search(archive, text, limit=10, with_snippets=False, time_limit=600).hits
+        scores = [round(hit.score, 5) for hit in hits]
+        cut = scores[-1] if len(scores) == 10 else -1.0
+        found["top10"][text] = [scores, sorted(hit.url for hit in hits if round(hit.score, 5) > cut)]
+    for snippets in (False, True):
+        close_all()  # the first round of each pays for opening the index, as a new process does
+        timings: list[float] = []
+        spent: list[float] = []
+        for _ in range(rounds):
+            for text in query_texts:
+                started, cpu = time.perf_counter(), time.process_time()
+                search(archive, text, limit=10, with_snippets=snippets)
+                timings.append(time.perf_counter() - started)
+                spent.append(time.process_time() - cpu)
+        label = "snippets" if snippets else "plain"
+        for key, values in ((label, timings), (label + " cpu", spent)):
+            values.sort()
+            found[key] = [1000 * statistics.median(values), 1000 * values[int(len(values) * 0.95) - 1]]
+    return found
+
+
+def extracted_bytes(warcs: list[Path]) -> tuple[int, int]:
+    """(pages, UTF-8 bytes of the text extracted from them) of the WARC files' indexable pages."""
+    from archiver_plugins.index.reindex import ReindexStats, iter_captures
+    from archiver_plugins.index.store import make_document
+
+    pages_seen = total = 0
+    for capture in iter_captures(warcs, ReindexStats()):
+        pages_seen += 1
+        total += len(str(make_document(capture)["text"]).encode("utf-8"))
+    return pages_seen, total
+
+
+def bench_archive(count: int, folder: Path) -> Path:
+    """`count` bench pages written as a crawl leaves them: a WARC file and its CDXJ index."""
+    from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, write_cdxj
+
+    archive = folder / "bench-pages"
+    write_warcs(archive, list(pages(count)))
+    for warc in (archive / "warc").glob("*.warc.gz"):
+        write_cdxj(cdxj_path_for(warc), index_warc(warc))
+    return archive
+
+
+def compare_disk(sources: list[Path], count: int, against: str | None, rounds: int, folder: Path) -> None:
+    """The index of each archive's WARC files, by `against` (if given) and by this tree."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from index_disk import CROSS, PARTS, breakdown, folder_bytes
+
+    from bench.bench_crawl import source_of
+
+    revisions: list[tuple[str, Path | None]] = [("current", None)]
+    if against:
+        revisions.insert(0, (against, source_of(against, folder / "against")))
+    for source in sources or [bench_archive(count, folder)]:
+        warcs = sorted((source / "warc").glob("*.warc*"))
+        warcs = [w for w in warcs if ".warc" in w.name and not w.name.endswith(".cdxj")]
+        warc_bytes = sum(w.stat().st_size for w in warcs)
+        pages_seen, text_bytes = extracted_bytes(warcs)
+        query_texts = queries() if not sources else DOC_QUERIES
+        print(
+            f"\n{source}: {pages_seen:,} pages, WARC {warc_bytes / 1e6:.2f} MB, "
+            f"extracted text {text_bytes / 1e6:.2f} MB  ({load()})",
+            flush=True,
+        )
+        results = []
+        for label, tree in revisions:
+            archive = folder / f"disk-{label.replace('/', '-')}"
+            shutil.rmtree(archive, ignore_errors=True)
+            archive.mkdir()
+            shutil.copytree(source / "warc", archive / "warc")
+            if (source / "crawl.toml").exists():
+                shutil.copy(source / "crawl.toml", archive / "crawl.toml")
+            build = f"""
+import sys
+from archiver.cli import main
+sys.argv = ["archiver", "reindex", {str(archive)!r}, "--processes", "1"]
+main()
+"""
+            wall, cpu, rss = child(build, source=tree)
+            parts, _, documents = breakdown(whoosh_dir(archive))
+            out = folder / "measured.json"
+            code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+from bench.bench_index import measured
+from pathlib import Path
+figures = measured(Path({str(archive)!r}), {query_texts!r}, {rounds})
+Path({str(out)!r}).write_text(json.dumps(figures))
+"""
+            child(code, source=tree)
+            import json
+
+            figures = json.loads(out.read_text())
+            total = folder_bytes(whoosh_dir(archive))
+            results.append((label, parts, documents, total, figures))
+            print(
+                f"  {label}: reindex {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MB; "
+                f"{documents:,} documents; index {total / 1e6:.2f} MB = {total / warc_bytes:.2f}x the WARC,"
+                f" {total / max(text_bytes, 1):.2f}x the text  ({load()})",
+                flush=True,
+            )
+            shutil.rmtree(archive, ignore_errors=True)
+        heads = "".join(f"{label[:14]:>16}" for label, *_ in results)
+        print(f"  {'bytes per page':28}{heads}")
+        for part in (*PARTS, *CROSS):
+            row = "".join(f"{held[part] / max(docs, 1):16,.0f}" for _, held, docs, _, _ in results)
+            print(f"  {part:28}{row}")
+        row = "".join(f"{total / max(documents, 1):16,.0f}" for _, _, documents, total, _ in results)
+        print(f"  {'index (all files)':28}{row}")
+        row = "".join(f"{total / warc_bytes:16.2f}" for _, _, _, total, _ in results)
+        print(f"  {'index / WARC':28}{row}")
+        row = "".join(f"{total / max(text_bytes, 1):16.2f}" for _, _, _, total, _ in results)
+        print(f"  {'index / extracted text':28}{row}")
+        for key, name in (
+            ("plain", "query ms, no snippets"),
+            ("snippets", "query ms, snippets"),
+            ("plain cpu", "query CPU ms, no snippets"),
+            ("snippets cpu", "query CPU ms, snippets"),
+        ):
+            row = "".join(f"{f[key][0]:7.1f} /{f[key][1]:7.1f}" for *_, f in results)
+            print(f"  {name + ' p50/p95':28}{row}")
+        if len(results) == 2:
+            one, two = results[0][4]["top10"], results[1][4]["top10"]
+            differ = [text for text in one if one[text] != two[text]]
+            print(
+                f"  top 10 the same for {len(one) - len(differ)} of {len(one)} queries"
+                + (f"; differ: {differ}" if differ else ""),
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10_000)
@@ -514,11 +690,14 @@ def main() -> None:
     parser.add_argument(
         "--memory-curve", metavar="N,N,...", help="only: peak RSS of the writer process for each page count"
     )
-    parser.add_argument("--against", metavar="REV", help="with --memory-curve: the writer of REV too")
+    parser.add_argument("--against", metavar="REV", help="with --memory-curve or --disk: REV's code too")
+    parser.add_argument("--disk", nargs="*", metavar="ARCHIVE", help="only: the index's bytes by part")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        if args.memory_curve:
+        if args.disk is not None:
+            compare_disk([Path(a) for a in args.disk], args.pages, args.against, args.rounds, folder)
+        elif args.memory_curve:
             counts = [int(n) for n in args.memory_curve.split(",")]
             memory_curve(counts, args.batch_size, folder, args.against, args.rounds)
         elif args.analyzer:

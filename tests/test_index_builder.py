@@ -25,25 +25,22 @@ from whoosh.writing import SegmentWriter
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from index_pages import pages as bench_pages
+from warc_pages import write_warc
 
 URL = "http://example.test/"
 
 
-def page(path: str, body: str, title: str = "") -> dict[str, Any]:
+def page(path: str, body: str, title: str = "") -> Capture:
     html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
-    capture = Capture(URL + path, "20240501120000", 200, "text/html", "utf-8", html.encode())
-    return make_document(capture, max_chars=1_000_000)
+    return Capture(URL + path, "20240501120000", 200, "text/html", "utf-8", html.encode())
 
 
-def documents() -> list[dict[str, Any]]:
+def captures() -> list[Capture]:
     """Bench pages (one in twenty in Chinese; frequent words with posting lists of more than
     one block) and the odd ones: Japanese and Chinese text, repeated words, empty fields,
-    a page past whoosh's largest length byte, stop words alone, another field type's value."""
-    found = [
-        make_document(Capture(url, "20240501120000", 200, "text/html", "utf-8", body))
-        for url, body in bench_pages(160)
-    ]
-    found += [
+    a page past whoosh's largest length byte, stop words alone."""
+    return [
+        *(Capture(url, "20240501120000", 200, "text/html", "utf-8", body) for url, body in bench_pages(160)),
         page(
             "ja",
             "<h1>東京の天気</h1><p>今日は晴れです。明日は雨が降るでしょう。ひらがなとカタカナ。</p>",
@@ -56,6 +53,11 @@ def documents() -> list[dict[str, Any]]:
         page("huge", "<p>" + " ".join(f"w{n % 5000} {n % 10}" for n in range(60_000)) + "</p>", "huge"),
         page("mixed", "<p>asyncio.run() 3.14 naïve café Straße ﬁle İstanbul</p>", "Mixed"),
     ]
+
+
+def documents() -> list[dict[str, Any]]:
+    """The documents of `captures`, and another field type's value."""
+    found = [make_document(capture, max_chars=1_000_000) for capture in captures()]
     found.append({**found[0], "url": URL + "dict", "status": 404, "title": None, "site": ""})
     return found
 
@@ -73,9 +75,15 @@ def build(folder: Path, docs: list[dict[str, Any]], stock: bool) -> Any:
 
 def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
     """A term's posting blocks as stored: (block info without its compression flag, the
-    block's ids, weights and values)."""
+    block's ids, weights and values; positions decoded, as `SegmentBuilder` pickles them in
+    fewer bytes).  A term of one posting is inlined in its term info by `SegmentBuilder`
+    (whoosh's writer gives it a block): its posting and statistics are compared, not where
+    they are kept."""
+    fmt = reader.schema[fieldname].format
     terms = reader._terms
     info = terms.term_info(fieldname, text)
+    if info.doc_frequency() == 1:
+        return []
     assert not info.is_inlined()
     offset, length = info.extent()
     if isinstance(length, tuple):  # whoosh reads it back as struct.unpack's tuple
@@ -92,7 +100,10 @@ def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
         data = inner.read()
         if head[3]:
             data = zlib.decompress(data)
-        found.append(((*head[:3], *head[4:]), pickle.loads(data)))
+        ids, weights, values = pickle.loads(data)
+        if hasattr(fmt, "decode_positions") and values:
+            values = tuple(fmt.decode_positions(value) for value in values)
+        found.append(((*head[:3], *head[4:]), (ids, weights, values)))
         if size < 0:
             break
     assert not stream.read()
@@ -117,6 +128,8 @@ def contents(ix: Any) -> dict[str, Any]:
             while matcher.is_active():
                 value = matcher.value()
                 decoded = fmt.decode_positions(value) if hasattr(fmt, "decode_positions") else None
+                if decoded is not None:
+                    value = fmt.decode_frequency(value)  # the positions' bytes differ, not what they say
                 postings.append((matcher.id(), matcher.weight(), value, decoded))
                 matcher.next()
             terms[fieldname, text] = (
@@ -148,6 +161,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     docs = documents()
     build(whoosh_dir(root / "stock"), docs, stock=True)
     build(whoosh_dir(root / "builder"), docs, stock=False)
+    for name in ("stock", "builder"):
+        write_warc(root / name, captures())
     return root / "stock", root / "builder"
 
 
@@ -163,8 +178,36 @@ def test_every_posting_block_length_and_stored_field_is_whooshs(built: tuple[Pat
         assert builder["terms"][key] == held, key
     by_length = [len(held[3]) for held in stock["terms"].values()]
     assert max(by_length) > 128  # terms of several blocks
-    assert any(len(held[4][0][1][2] or ()) > 1 for held in stock["terms"].values())  # several values a block
+    assert any(held[4] and len(held[4][0][1][2] or ()) > 1 for held in stock["terms"].values())
     assert any(key[0] == "text" and not key[1].isascii() for key in stock["terms"])  # CJK bigrams
+    assert any(len(held[3]) == 1 for held in stock["terms"].values())  # terms of one posting
+
+
+def test_blocks_are_compressed_and_single_postings_inlined(built: tuple[Path, Path]) -> None:
+    """What makes the builder's segment smaller than whoosh's, read by stock whoosh."""
+    from whoosh import index
+
+    sizes = [sum(f.stat().st_size for f in whoosh_dir(archive).iterdir()) for archive in built]
+    ix = index.open_dir(str(whoosh_dir(built[1])))
+    with ix.reader() as reader:
+        infos = [(reader.term_info(f, t), f, t) for f, t in reader.all_terms()]
+        assert all(info.is_inlined() for info, _, _ in infos if info.doc_frequency() == 1)
+        flags = [head[3] for info, f, t in infos if info.doc_frequency() > 1 for head in _heads(reader, f, t)]
+    assert 0 < flags.count(0) < len(flags)  # compressed where it makes a block smaller
+    assert sizes[1] < 0.75 * sizes[0]
+
+
+def _heads(reader: Any, fieldname: str, text: bytes) -> list[Any]:
+    terms = reader._terms
+    offset, length = terms.term_info(fieldname, text).extent()
+    raw = terms._postfile.get(offset, length[0] if isinstance(length, tuple) else length)
+    stream = io.BytesIO(raw[4:])
+    found = []
+    while True:
+        (size,) = struct.unpack("!i", stream.read(4))
+        found.append(pickle.load(io.BytesIO(stream.read(abs(size)))))
+        if size < 0:
+            return found
 
 
 def _open(archive: Path) -> dict[str, Any]:
@@ -269,3 +312,18 @@ def test_a_reader_segment_is_what_whoosh_reads(built: tuple[Path, Path]) -> None
         assert reader.doc_count() == len(documents())
     finally:
         reader.close()
+
+
+def test_positions_take_fewer_bytes_and_whoosh_decodes_them() -> None:
+    from pickle import dumps
+
+    from archiver_plugins.index.postings import compact_positions
+    from whoosh.formats import Positions
+    from whoosh.system import pack_uint
+
+    for poses in ([0], [5], [3, 9, 300], [70_000], list(range(0, 6_000, 3))):
+        deltas = [b - a for a, b in zip([0, *poses], poses, strict=False)]
+        value = compact_positions(len(poses), deltas)
+        assert Positions().decode_positions(value) == poses
+        assert Positions().decode_frequency(value) == len(poses)
+        assert len(value) < len(pack_uint(len(poses)) + dumps(deltas, 2))

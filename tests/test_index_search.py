@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from archiver_plugins.index.store import (
     whoosh_dir,
 )
 from archiver_plugins.index.writer import Batcher
+from warc_pages import write_warc
 
 from archiver.cli import main
 from archiver.errors import ArchiveError
@@ -57,13 +59,17 @@ PAGES = {
 
 
 def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
+    """Index `pages` and write them as WARC records (the snippets' text is read from them)."""
     ix, _ = open_or_create(whoosh_dir(archive))
     batcher = Batcher(ix, batch_size=100, batch_seconds=60, max_chars=100_000)
+    captures = []
     for url, (title, body) in pages.items():
         html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
-        batcher.add(Capture(url, "20240501120003", 200, "text/html", "utf-8", html.encode()))
+        captures.append(Capture(url, "20240501120003", 200, "text/html", "utf-8", html.encode()))
+        batcher.add(captures[-1])
     batcher.commit()
     ix.close()
+    write_warc(archive, captures)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +150,51 @@ def test_hits_carry_capture_time_and_escaped_highlights(archive: Path) -> None:
 def test_phrase_snippet_shows_the_phrase(archive: Path) -> None:
     hit = search(archive, '"event loop"').hits[0]
     assert 'event</b> <b class="match' in hit.snippet.lower()
+
+
+PHRASE_PAGES = {
+    "http://docs.example.test/asyncio-eventloop.html": (
+        "Event Loop",
+        "<p>Source code: Lib/asyncio/events.py. The event loop is the core of every asyncio "
+        "application. If there is no running event loop set, the function returns the "
+        "result of the policy's call. Python's Runner runs until the future is done.</p>",
+    ),
+    "http://docs.example.test/runner.html": (
+        "Runners",
+        "<p>Debug mode settings: the Runner uses a context manager. A context manager "
+        "is an object that defines the runtime context.</p>",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def phrase_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("phrases") / "archive"
+    build(path, PHRASE_PAGES)
+    return path
+
+
+def marked(snippet: str) -> list[str]:
+    return re.findall(r'<b class="match term\d+">(.*?)</b>', snippet)
+
+
+def test_a_phrase_marks_its_own_words_not_those_at_its_positions(phrase_archive: Path) -> None:
+    (hit,) = search(phrase_archive, '"event loop"').hits
+    assert marked(hit.snippet) == ["event", "loop", "event", "loop"]
+    assert "The <b" in hit.snippet and "running <b" in hit.snippet
+    (hit,) = search(phrase_archive, '"context manager"').hits
+    assert marked(hit.snippet) == ["context", "manager", "context", "manager"]
+    assert "runtime context." in hit.snippet  # a phrase word alone is not the phrase
+
+
+def test_a_phrase_and_a_word_mark_both(phrase_archive: Path) -> None:
+    (hit,) = search(phrase_archive, '"context manager" debug').hits
+    assert marked(hit.snippet) == ["Debug", "context", "manager", "context", "manager"]
+
+
+def test_a_chinese_phrase_is_marked_as_one_run(archive: Path) -> None:
+    (hit,) = search(archive, "全文搜索").hits
+    assert marked(hit.snippet) == ["全文搜索"]
 
 
 def test_did_you_mean(archive: Path) -> None:

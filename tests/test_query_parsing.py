@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.index.search import QueryError, search
-from archiver_plugins.index.store import Capture, open_or_create, whoosh_dir
-from archiver_plugins.index.writer import Batcher
+from test_index_search import build
 
 from archiver.cli import main
 
@@ -37,13 +36,7 @@ PAGES = {
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("query") / "archive"
-    ix, _ = open_or_create(whoosh_dir(path))
-    batcher = Batcher(ix, batch_size=100, batch_seconds=60, max_chars=100_000)
-    for url, (title, body) in PAGES.items():
-        page = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
-        batcher.add(Capture(url, "20240501120003", 200, "text/html", "utf-8", page.encode()))
-    batcher.commit()
-    ix.close()
+    build(path, PAGES)  # indexed, and written as WARC records (the snippets' text)
     return path
 
 

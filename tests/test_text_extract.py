@@ -8,6 +8,7 @@ from archiver_plugins.index.extract import extract, visible_text
 from archiver_plugins.index.search import search
 from archiver_plugins.index.store import Capture, open_or_create, whoosh_dir
 from archiver_plugins.index.writer import Batcher
+from warc_pages import write_warc
 
 from archiver.model import Page
 
@@ -42,15 +43,18 @@ def test_the_index_still_finds_the_words_and_snippets_read_well(tmp_path: Path) 
     archive = tmp_path / "archive"
     ix, _ = open_or_create(whoosh_dir(archive))
     batcher = Batcher(ix, batch_size=10, batch_seconds=60, max_chars=100_000)
-    batcher.add(
-        Capture("http://docs.test/loop.html", "20240501120003", 200, "text/html", "utf-8", SPHINX.encode())
+    capture = Capture(
+        "http://docs.test/loop.html", "20240501120003", 200, "text/html", "utf-8", SPHINX.encode()
     )
+    batcher.add(capture)
     batcher.commit()
     ix.close()
+    write_warc(archive, [capture])  # the snippet's text is read from the record
     for word in ("get_running_loop", "asyncio", "RuntimeError", "boldly", "first", "break", "methods"):
         assert search(archive, word).total == 1, word
     (hit,) = search(archive, "running loop").hits
     assert "¶" not in hit.snippet and "( )" not in hit.snippet
+    assert "get_running_loop()" in hit.snippet.replace("</b>", "").replace('<b class="match term0">', "")
 
 
 def test_visible_text_helper_for_plugins() -> None:

@@ -9,6 +9,13 @@ format keeps them, the block's count, last id, largest weight, compression and l
 bytes), builds the `W3TermInfo` bytes, and writes postings and term index in large
 writes.  The files are whoosh's own: `tests/test_index_builder.py` reads every posting
 back through stock whoosh and compares it with what whoosh's writer makes.
+
+Two choices whoosh's reader allows and its writer does not make keep the postings small:
+every block is zlib-compressed when that makes it smaller (each block says whether it is),
+and a term of one posting (most terms of a segment: rare words, names, numbers) keeps it
+inlined in its term info, pickled with protocol 3, instead of a block of its own in the
+postings file with its own header and a pointer to it (whoosh reads inlined postings of
+any term; its writer's `inlinelimit` test never passes).
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec, W3FieldWriter, W
 from whoosh.filedb.filetables import OrderedHashWriter, _lengths, _pointer
 from whoosh.system import pack_int, pack_ushort
 
-COMPRESSED_BLOCK = 8
-"""Posting blocks of fewer postings are written uncompressed: most hold a rare word's one
-or two postings, which zlib does not make smaller, at a fixed cost per call.  Each block
-says whether it is compressed, so any whoosh reads them."""
+LEVEL = 1
+"""zlib's level for posting blocks: the blocks' pickles of small numbers lose about 40% at
+any level, level 1 costs the least CPU."""
+SMALLEST_COMPRESSED = 48
+"""Blocks whose data is shorter are written as they are: zlib's header and checksum take 6
+of the few bytes it could save."""
 DATA_PROTOCOL = 3
 """Pickle protocol of a block's data.  whoosh pickles with protocol 2, which has no bytes
 type: each value (a posting's positions) is pickled as a call of `_codecs.encode` on a
@@ -41,6 +50,8 @@ FLUSH_BYTES = 1 << 20
 
 _TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi").pack
 """A term's `W3TermInfo` bytes: its statistics, then where its postings are (offset, length)."""
+_INLINED = W3TermInfo._struct.pack
+"""A term's `W3TermInfo` bytes before its inlined postings (their pickle follows)."""
 _FLOAT = struct.Struct("f").pack
 _ROUND = struct.Struct("f").unpack
 
@@ -79,13 +90,15 @@ class TermIndex(OrderedHashWriter):  # type: ignore[misc]
         self.lastkey = keys[-1]
 
     def _write_hashes(self) -> None:
-        """`HashWriter._write_hashes` with a write per table instead of per slot."""
+        """`HashWriter._write_hashes` with a write per table instead of per slot, and a
+        table a quarter larger than its terms rather than twice (12 bytes a slot; whoosh's
+        reader probes the slots after a term's until an empty one, and reads the size)."""
         dbfile = self.dbfile
         null = (0, 0)
         pack = _pointer.pack
         for entries in self.buckets:
             pos = dbfile.tell()
-            numslots = 2 * len(entries)
+            numslots = len(entries) * 4 // 3 + 1 if entries else 0
             self.directory.append((pos, numslots))
             hashtable = [null] * numslots
             for hashval, position in entries:
@@ -113,8 +126,8 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
     ) -> None:
         """Write the field's `terms` in ascending order: (term bytes, [document, weight,
         value, ...] in document order).  `lengths` holds each document's length byte
-        (None: a field without lengths); blocks of `COMPRESSED_BLOCK` postings or more are
-        compressed at `level`."""
+        (None: a field without lengths); blocks are compressed at `level` (0: none) where
+        that makes them smaller."""
         self.start_field(fieldname, fieldobj)
         fixed = fieldobj.format.fixed_value_size()
         listed = fixed is None or fixed < 0  # values kept as a tuple, else joined (or None)
@@ -127,27 +140,23 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         parts: list[bytes] = []
         held = 0
         for btext, flat in terms:
-            if len(flat) == 3:  # one posting: most terms of a segment
+            if len(flat) == 3:  # one posting, inlined in the term info: most terms of a segment
                 docnum, weight, value = flat
                 rounded = weight if weight == 1.0 else _ROUND(_FLOAT(weight))[0]
-                if listed:
-                    kept: Any = (value,) if value else ()
-                else:
-                    kept = value if fixed else None
-                data = dumps(((docnum,), None if rounded == 1.0 else rounded, kept), DATA_PROTOCOL)
                 biggest = weight if weight > 0 else 0
                 small = lengths[docnum] if lengths is not None else 0
-                info = dumps((1, docnum, biggest, 0, small, small), 2)
-                length = len(info) + len(data)
-                parts += (WHOOSH3_HEADER_MAGIC, pack_int(-length), info, data)
-                stats = (rounded, 1, small, small, biggest, docnum, docnum)
-                length += 8
+                weights = None if rounded == 1.0 else (rounded,)  # None: whoosh reads 1.0
+                info = _INLINED(1, rounded, 1, small, small, biggest, docnum, docnum) + dumps(
+                    ((docnum,), weights, (value or None,)), DATA_PROTOCOL
+                )
+                held += len(info)
             else:
                 length, stats = self._blocks(flat, parts, limit, listed, fixed, lengths, level)
+                info = _TERMINFO(0, *stats, offset, length)
+                offset += length
+                held += length
             keys.append(prefix + btext)
-            infos.append(_TERMINFO(0, *stats, offset, length))
-            offset += length
-            held += length
+            infos.append(info)
             if held >= FLUSH_BYTES:
                 postfile.write(b"".join(parts))
                 self._tindex.add_many(keys, infos)
@@ -192,9 +201,11 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
             else:
                 kept = b"".join(values[first:last]) if fixed else None
             data = dumps((deltas, weighed, kept), DATA_PROTOCOL)
-            compression = level if size >= COMPRESSED_BLOCK else 0
-            if compression:
-                data = zlib.compress(data, compression)
+            compression = 0
+            if level and len(data) >= SMALLEST_COMPRESSED:
+                packed = zlib.compress(data, level)
+                if len(packed) < len(data):
+                    data, compression = packed, level
             biggest = max(weights[first:last])
             if not biggest > 0:
                 biggest = 0

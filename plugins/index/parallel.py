@@ -191,7 +191,17 @@ class Workers:
     per_tier: int = SEGMENTS_PER_TIER
     """A worker merges this many of its segments of one size tier into one."""
 
-    def __init__(self, folder: Path, spool: Path | None, count: int, max_chars: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        spool: Path | None,
+        count: int,
+        max_chars: int,
+        read_chunk: Callable[[tuple[Any, ...]], Any] | None = None,
+    ) -> None:
+        """`read_chunk` turns a job other than spooled rows (a range of a WARC file) into
+        an object with `captures()` and `report()`; a module-level function, which the
+        workers unpickle by its name (its module is imported there, not here)."""
         remove_leftovers(folder)
         context = multiprocessing.get_context("spawn")
         self.count = count
@@ -206,6 +216,7 @@ class Workers:
                 args=(
                     str(folder),
                     str(spool) if spool is not None else "",
+                    read_chunk,
                     max_chars,
                     number,
                     (self.segment_mb, self.per_tier),
@@ -425,6 +436,7 @@ def _drain_rows(
 def _work(
     folder: str,
     spool_file: str,
+    read_chunk: Callable[[tuple[Any, ...]], Any] | None,
     max_chars: int,
     number: int,
     sizes: tuple[float, int],
@@ -441,7 +453,7 @@ def _work(
     storage = _WorkerStorage(folder, supports_mmap=False)
     ix = storage.open_index(INDEX_NAME)
     spool = Spool(Path(spool_file)) if spool_file else None
-    worker = _Worker(ix, number, results, max_chars, spool, *sizes)
+    worker = _Worker(ix, number, results, max_chars, spool, read_chunk, *sizes)
     try:
         while True:
             try:
@@ -481,6 +493,7 @@ class _Worker:
         results: Any,
         max_chars: int,
         spool: Spool | None,
+        read_chunk: Callable[[tuple[Any, ...]], Any] | None,
         segment_mb: float,
         per_tier: int,
     ) -> None:
@@ -491,6 +504,7 @@ class _Worker:
         self.results = results
         self.max_chars = max_chars
         self.spool = spool
+        self.read_chunk = read_chunk
         self.writer: Any = None
         self.keys: list[Any] = []
         self.mine: list[Any] = []
@@ -503,9 +517,8 @@ class _Worker:
             indexed, skipped = self.add_all(self.spool.rows_with_ids(job[2]))
             report: Any = None
         else:
-            from .reindex import read_chunk
-
-            found = read_chunk(job)
+            assert self.read_chunk is not None, f"no reader for {kind} jobs"
+            found = self.read_chunk(job)
             indexed, skipped = self.add_all(found.captures())
             report = found.report()
         self.results.put(("done", self.number, chunk, indexed, skipped, report))

@@ -323,7 +323,7 @@ def _build_in_parallel(
             progress(stats)
 
     contents = Contents(ix)
-    workers = Workers(Path(ix.storage.folder), None, processes, max_chars)
+    workers = Workers(Path(ix.storage.folder), None, processes, max_chars, read_chunk)
     try:
         done = workers.run(contents, jobs, _ignore, _ignore, more=revisits, progress=shown)
         replaced = keep_newest(contents)

@@ -331,8 +331,9 @@ def chain_plain_analyzer() -> Any:
 def make_schema() -> Schema:
     """One document per URL: the newest successful capture of an HTML or text page.
 
-    Only `title`, the URL, the capture time and the small columns are stored as they
-    are; the text kept for snippets is stored zlib-compressed in `excerpt`.
+    Only `title`, the URL, the capture time and the small columns are stored: a snippet's
+    text is read from the page's WARC record (`pagetext`).  `excerpt` held that text
+    zlib-compressed in indexes of earlier versions; their snippets still use it.
     """
     analyzer = text_analyzer()
     return Schema(

@@ -3,7 +3,7 @@
 `search(archive, query)` parses the query language (words, "phrases", AND/OR/NOT,
 -word, title:, url:, site:HOST, prefixes), bounds what could run away (a wildcard that
 expands to too many words, a search that runs too long), and returns ranked hits with
-HTML snippets that whoosh's highlighter has escaped, so they are safe to embed.
+HTML snippets whose text is escaped, so they are safe to embed.
 
 Keyword filters (site, content type, capture-time range) restrict the documents the
 query is scored over, so the count and the pages are exact.  Each archive's index is
@@ -23,13 +23,13 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from whoosh import collectors, highlight, query
+from whoosh import collectors, query
 from whoosh.idsets import BitSet
 from whoosh.qparser import (
     AndGroup,
@@ -47,6 +47,7 @@ from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, tex
 from .spool import pending_in
 from .store import (
     DAMAGE_ERRORS,
+    DEFAULT_MAX_CHARS,
     MARKER,
     DamagedIndexError,
     damaged_message,
@@ -230,6 +231,15 @@ class _Shared:
         self._searcher: Any = None
         self._folder_id: int | None = None
         self.filter_sets: OrderedDict[Filters, BitSet] = OrderedDict()
+        self._texts: Any = None
+
+    def page_text(self, url: str, time: str) -> str:
+        """A hit's page text for its snippet, from its WARC record (`pagetext`)."""
+        if self._texts is None:
+            from .pagetext import PageTexts
+
+            self._texts = PageTexts(self.archive, DEFAULT_MAX_CHARS)
+        return str(self._texts.text(url, time))
 
     def current(self) -> tuple[Any, bool]:
         """The searcher on the index as last committed; True when it was opened just now."""
@@ -483,12 +493,9 @@ def _run(
     hits: list[Hit] = []
     if results.scored_length() > (page - 1) * limit:
         results_page = ResultsPage(results, page, limit)
-        if with_snippets:
-            results.fragmenter = highlight.ContextFragmenter(maxchars=240, surround=70)
-            results.formatter = _Escaped(tagname="b", between=" … ")
         patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
         for hit in results_page:
-            hits.append(_hit(hit, results_page.offset, patterns))
+            hits.append(_hit(hit, patterns, shared.page_text))
     suggestion = None
     if total == 0 and query_text.strip():
         suggestion = suggest(searcher, query_text)
@@ -507,13 +514,6 @@ def _run(
     )
 
 
-class _Escaped(highlight.HtmlFormatter):  # type: ignore[misc]
-    """whoosh leaves `"` unescaped: escape everything once, so no later layer escapes again."""
-
-    def _text(self, text: str) -> str:
-        return escape(text, quote=True)
-
-
 class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
     """whoosh's FilterCollector filters in `collect_matches` only, which a TimeLimitCollector
     around it never calls (it calls `collect`): this one filters in `collect` too."""
@@ -525,11 +525,14 @@ class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
         return self.child.collect(sub_docnum)
 
 
-def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:
+def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], str]) -> Hit:
     fields = hit.fields()
     snippet = ""
     if patterns is not None:
-        snippet = _snippet(hit, fields, patterns)
+        text = _stored_text(fields.get("excerpt"), patterns)
+        if text is None:
+            text = page_text(fields["url"], fields.get("time") or "")
+        snippet = _snippet(text, fields, patterns)
     return Hit(
         rank=hit.rank + 1,
         url=fields["url"],
@@ -545,11 +548,20 @@ def _hit(hit: Any, offset: int, patterns: _Patterns | None) -> Hit:
 
 @dataclass(frozen=True, slots=True)
 class _Patterns:
-    """Where a query's words occur in a page's text: phrases first, then single words."""
+    """Where a query's words occur in a page's text: phrases first, then single words.
+
+    The patterns find the windows of text worth showing; what is marked in them is decided
+    on the analyzed tokens (`_marks`), as the index matched them."""
 
     phrase: re.Pattern[str] | None
     words: re.Pattern[str] | None
     strict: bool
+    phrases: tuple[tuple[str, ...], ...] = ()
+    """The terms of each phrase of the query, in order."""
+    loose: frozenset[str] = frozenset()
+    """The terms of the query's other words (and of its prefixes and wildcards)."""
+    terms: frozenset[str] = frozenset()
+    """Every term of the query, its phrases' included."""
 
 
 def _stem_prefix(word: str) -> str:
@@ -566,9 +578,14 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
     wanted = ("text", "title", "headings", "description")
     words: set[str] = set()
     phrases: set[str] = set()
+    phrase_terms: set[tuple[str, ...]] = set()
+    loose: set[str] = set()
+    terms: set[str] = set()
     for leaf in _leaves(q):
-        if isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words:
+        is_phrase = isinstance(leaf, query.Phrase) and leaf.fieldname in wanted and leaf.words
+        if is_phrase:
             parts = [str(w) for w in leaf.words]
+            phrase_terms.add(tuple(parts))
             if not any(p.isascii() for p in parts):
                 phrases.add(re.escape(parts[0] + "".join(p[-1] for p in parts[1:])))
             else:
@@ -579,11 +596,17 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
             if fieldname in wanted:
                 text = term.decode("utf-8") if isinstance(term, bytes) else str(term)
                 words.add(_stem_prefix(text))
+                terms.add(text)
+                if not is_phrase:
+                    loose.add(text)
     ordered = sorted(words, key=len, reverse=True)
     return _Patterns(
         phrase=re.compile("|".join(sorted(phrases)), re.IGNORECASE) if phrases else None,
         words=re.compile("|".join(map(_word_regex, ordered)), re.IGNORECASE) if words else None,
         strict=bool(phrases),
+        phrases=tuple(sorted(phrase_terms)),
+        loose=frozenset(loose),
+        terms=frozenset(terms),
     )
 
 
@@ -603,26 +626,124 @@ def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]
     return windows
 
 
-def _snippet(hit: Any, fields: dict[str, Any], patterns: _Patterns) -> str:
-    """Highlight only the windows around the first matches: whoosh re-analyzes what it is given."""
-    excerpt = fields.get("excerpt")
-    text = zlib.decompress(excerpt).decode("utf-8", "replace") if excerpt else ""
-    strict = patterns.strict
+def _stored_text(excerpt: Any, patterns: _Patterns) -> str | None:
+    """The text the index holds for a snippet, when it is enough: a page's whole text (an
+    index of an earlier version), or the start of it (`store.lead_of`) when it is the whole
+    text or holds the first match with its window; None: read the page's WARC record."""
+    if isinstance(excerpt, bytes) and excerpt:
+        return zlib.decompress(excerpt).decode("utf-8", "replace")
+    if not isinstance(excerpt, tuple) or len(excerpt) != 2:
+        return None
+    lead = zlib.decompress(excerpt[0]).decode("utf-8", "replace")
+    if len(lead) >= excerpt[1]:
+        return lead
+    pattern = patterns.phrase if patterns.phrase is not None else patterns.words
+    found = pattern.search(lead) if pattern is not None else None
+    if found is not None and found.end() + _SNIPPET_WINDOW < len(lead):
+        return lead
+    return None
+
+
+def _snippet(text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
+    """Only the windows around the first matches are analyzed and marked: the phrases' when a
+    phrase occurs, else the words' (a phrase's words among them)."""
     windows = _windows(text, patterns.phrase)
-    if not windows:
-        strict = False
-        windows = _windows(text, patterns.words)
     if windows:
-        piece = " … ".join(_widen(text, s, e) for s, e in windows)
-        marked = ""
-        if strict:
-            marked = str(hit.highlights("text", text=piece, top=2, strict_phrase=True))
-        if not marked:
-            marked = str(hit.highlights("text", text=piece, top=2))
+        pieces = [_widen(text, s, e) for s, e in windows]
+        marked = _marked_snippet(pieces, patterns.phrases, patterns.loose)
+        if marked:
+            return marked
+    windows = _windows(text, patterns.words)
+    if windows:
+        marked = _marked_snippet([_widen(text, s, e) for s, e in windows], (), patterns.terms)
         if marked:
             return marked
     fallback = fields.get("description") or text[:240]
     return escape(fallback[:240])
+
+
+_FRAGMENT_CHARS = 240
+_SURROUND = 70
+
+
+def _marked_snippet(pieces: list[str], phrases: tuple[tuple[str, ...], ...], terms: frozenset[str]) -> str:
+    """The first two pieces of text where a phrase of `phrases` or a term of `terms` occurs,
+    marked (the terms of a phrase only where they make it), as the index matched them: the
+    text analyzed as indexing analyzes it, a phrase found as its terms at consecutive
+    positions.  whoosh's `strict_phrase` highlighting compares the analyzed phrase with the
+    text split at spaces, counting the stop words it dropped, and marks whatever words sit
+    at the phrase's positions; its highlighter re-analyzes and fragments a page's windows
+    for each hit at several times this cost."""
+    analyzer = text_analyzer()
+    fragments: list[str] = []
+    seen: dict[str, int] = {}
+    for piece in pieces:
+        found = analyzer(piece, positions=True, chars=True)
+        tokens = [(t.text, t.pos, t.startchar, t.endchar) for t in found]
+        marks = _marks(tokens, phrases, terms)
+        if not any(marks):
+            continue
+        spans = _merged([token[2:] for token, mark in zip(tokens, marks, strict=True) if mark])
+        fragments.append(_fragment(piece, spans, seen))
+        if len(fragments) == 2:
+            break
+    return " … ".join(fragments)
+
+
+def _marks(
+    tokens: list[tuple[str, int, int, int]], phrases: tuple[tuple[str, ...], ...], terms: frozenset[str]
+) -> list[bool]:
+    marks = [token[0] in terms for token in tokens]
+    for phrase in phrases:
+        size = len(phrase)
+        for first in range(len(tokens) - size + 1):
+            if tokens[first][0] != phrase[0]:
+                continue
+            pos = tokens[first][1]
+            run = tokens[first : first + size]
+            if len(run) == size and all(
+                token[0] == word and token[1] == pos + k
+                for k, (token, word) in enumerate(zip(run, phrase, strict=True))
+            ):
+                marks[first : first + size] = [True] * size
+    return marks
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching spans as one (a CJK word's bigrams overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _fragment(text: str, spans: list[tuple[int, int]], seen: dict[str, int]) -> str:
+    """The text around the first marks, at most `_FRAGMENT_CHARS` long, escaped and marked as
+    whoosh's `HtmlFormatter` marks (a class per distinct word, five at most)."""
+    first = spans[0][0]
+    kept = [span for span in spans if span[1] - first <= _FRAGMENT_CHARS - 2 * _SURROUND] or spans[:1]
+    start = max(first - _SURROUND, 0)
+    end = min(max(kept[-1][1] + _SURROUND, start + _FRAGMENT_CHARS // 2), len(text))
+    if start > 0:
+        space = text.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", kept[-1][1], end)
+        end = space if space >= 0 else end
+    out: list[str] = []
+    at = start
+    for span_start, span_end in spans:
+        if span_end > end:
+            break
+        word = text[span_start:span_end]
+        number = seen.setdefault(word, len(seen) % 5)
+        out += (escape(text[at:span_start]), f'<b class="match term{number}">{escape(word)}</b>')
+        at = span_end
+    out.append(escape(text[at:end]))
+    return "".join(out)
 
 
 def _widen(text: str, start: int, end: int) -> str:

@@ -27,7 +27,7 @@ from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
-from .blocks import COMPRESSED_BLOCK, Codec
+from .blocks import LEVEL, Codec
 from .postings import Postings
 from .store import WRITER_MEMORY_MB
 from .stored import PerDocWriter
@@ -35,10 +35,9 @@ from .stored import PerDocWriter
 HEADROOM = 1.5
 """whoosh's pool (its own path) spills only past this many times `WRITER_MEMORY_MB`: room
 for the page that fills a segment (a page of `max_chars` text adds a few MB of postings)."""
-COMPRESSION = 0
-"""zlib's level for the blocks `SegmentBuilder` writes: none.  Pickled with protocol 3
-(`blocks.DATA_PROTOCOL`), the bench pages' postings took less room uncompressed than
-whoosh's compressed protocol 2, and compressing cost a tenth of the index's CPU."""
+COMPRESSED_BLOCK = 8
+"""On whoosh's own path, blocks of fewer postings are written uncompressed (most hold a rare
+word's one or two postings, which zlib does not make smaller)."""
 
 
 class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
@@ -125,7 +124,7 @@ class SegmentBuilder(SegmentWriter):  # type: ignore[misc]
     def _flush_segment(self) -> None:
         if self._postings is not None:
             self.perdocwriter.close()
-            self._postings.write(self.fieldwriter, self.schema, self.docnum, COMPRESSION)
+            self._postings.write(self.fieldwriter, self.schema, self.docnum, LEVEL)
             self._postings = None
             self.fieldwriter.close()
             return

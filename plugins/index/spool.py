@@ -4,13 +4,20 @@ The crawl appends every indexable page here (from a thread, never the event loop
 writer process reads them in order, deleting rows only after the index committed them.
 So the crawl never waits for whoosh, a slow writer only makes the spool longer, and a
 killed writer (or a Ctrl-C) loses nothing: the next writer starts from the first row left.
+
+The spool is a copy of the backlog, on top of the WARC files that hold the same pages: each
+page is kept zlib-compressed (a fifth of its HTML), and once the writer has caught up the
+file gives its free pages back (SQLite's incremental vacuum, a full VACUUM for a spool made
+before), so an empty spool is a few kilobytes rather than the size of its largest backlog.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .store import Capture
 
@@ -22,9 +29,15 @@ CREATE TABLE IF NOT EXISTS pending (
     status INTEGER NOT NULL,
     content_type TEXT NOT NULL,
     encoding TEXT,
-    content BLOB NOT NULL
+    content BLOB NOT NULL,
+    packed INTEGER NOT NULL DEFAULT 0
 )
 """
+LEVEL = 1
+"""zlib's level for spooled pages: HTML shrinks about 5x at level 1, for little CPU in the
+spool's thread (never the crawl's event loop)."""
+SHRINK_PAGES = 256
+"""Free pages (of 4 KiB) the file holds before a caught-up writer gives them back."""
 
 
 class Spool:
@@ -34,18 +47,26 @@ class Spool:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect in a new file only
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(pending)")}
+        if "packed" not in columns:  # a spool of an earlier version: its rows are plain
+            with self._db:
+                self._db.execute("ALTER TABLE pending ADD COLUMN packed INTEGER NOT NULL DEFAULT 0")
 
     def add(self, captures: Iterable[Capture]) -> int:
         """Append pages in one transaction; returns the id of the last row."""
         with self._db:
             self._db.execute("BEGIN")
             cursor = self._db.executemany(
-                "INSERT INTO pending (url, time, status, content_type, encoding, content)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [(c.url, c.time, c.status, c.content_type, c.encoding, c.content) for c in captures],
+                "INSERT INTO pending (url, time, status, content_type, encoding, content, packed)"
+                " VALUES (?, ?, ?, ?, ?, ?, 1)",
+                [
+                    (c.url, c.time, c.status, c.content_type, c.encoding, zlib.compress(c.content, LEVEL))
+                    for c in captures
+                ],
             )
             del cursor
             row = self._db.execute("SELECT max(id) FROM pending").fetchone()
@@ -53,11 +74,10 @@ class Spool:
 
     def read(self, after: int, limit: int) -> list[tuple[int, Capture]]:
         rows = self._db.execute(
-            "SELECT id, url, time, status, content_type, encoding, content FROM pending"
-            " WHERE id > ? ORDER BY id LIMIT ?",
+            f"SELECT id, {_CAPTURE} FROM pending WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit),
         ).fetchall()
-        return [(row[0], Capture(*row[1:])) for row in rows]
+        return [(row[0], _capture(row[1:])) for row in rows]
 
     def urls(self, after: int, limit: int) -> list[tuple[int, str]]:
         """(row id, url) of the next rows, without their content."""
@@ -74,10 +94,9 @@ class Spool:
             chunk = row_ids[start : start + 32]
             marks = ",".join("?" * len(chunk))
             yield from (
-                Capture(*row)
+                _capture(row)
                 for row in self._db.execute(
-                    "SELECT url, time, status, content_type, encoding, content FROM pending"
-                    f" WHERE id IN ({marks}) ORDER BY id",
+                    f"SELECT {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
                     chunk,
                 ).fetchall()
             )
@@ -88,10 +107,9 @@ class Spool:
             chunk = row_ids[start : start + 32]
             marks = ",".join("?" * len(chunk))
             yield from (
-                (int(row[0]), Capture(*row[1:]))
+                (int(row[0]), _capture(row[1:]))
                 for row in self._db.execute(
-                    "SELECT id, url, time, status, content_type, encoding, content FROM pending"
-                    f" WHERE id IN ({marks}) ORDER BY id",
+                    f"SELECT id, {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
                     chunk,
                 ).fetchall()
             )
@@ -121,8 +139,32 @@ class Spool:
         low, high = self._db.execute("SELECT min(id), max(id) FROM pending").fetchone()
         return 0 if low is None else int(high) - int(low) + 1
 
+    def shrink(self) -> bool:
+        """Give the file's free pages back once no row waits (the writer caught up): returns
+        whether it did.  A spool made before incremental vacuum is rebuilt by VACUUM once."""
+        if self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is not None:
+            return False
+        (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
+        (mode,) = self._db.execute("PRAGMA auto_vacuum").fetchone()
+        if free < SHRINK_PAGES and mode == 2:
+            return False
+        if mode == 2:
+            self._db.executescript("PRAGMA incremental_vacuum;")  # execute() frees one page
+        else:
+            self._db.execute("VACUUM")  # applies auto_vacuum=INCREMENTAL, set when opened
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
     def close(self) -> None:
         self._db.close()
+
+
+_CAPTURE = "url, time, status, content_type, encoding, content, packed"
+
+
+def _capture(row: tuple[Any, ...]) -> Capture:
+    url, time, status, content_type, encoding, content, packed = row
+    return Capture(url, time, status, content_type, encoding, zlib.decompress(content) if packed else content)
 
 
 def pending_in(path: Path) -> int:

@@ -41,6 +41,7 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
+from .blocks import LEVEL
 from .segment import FieldLengths, SegmentBuilder
 
 SEGMENTS_PER_TIER = 32
@@ -125,7 +126,7 @@ def _write_postings(
             continue
         field = schema[fieldname]
         postings = _field_postings(held, field.format, readers, docmaps)
-        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), 0)
+        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL)
 
 
 def _field_postings(
@@ -192,6 +193,8 @@ def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, A
     included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
     if not isinstance(where, tuple):
         ids, weights, values = where.inlined_postings()
+        if weights is None:  # all 1.0
+            weights = (1.0,) * len(ids)
         yield ids, weights, tuple(b"" if value is None else value for value in values)
         return
     offset, length = where

@@ -189,9 +189,12 @@ def run(
                 break
             if os.getppid() != parent:
                 break
+            if not batcher.uncommitted:
+                spool.shrink()  # caught up with the crawl: the backlog's room is given back
             control.wake.wait(0.2)
         batcher.commit()
         spool.delete_upto(last)
+        spool.shrink()
     finally:
         spool.close()
         ix.close()
