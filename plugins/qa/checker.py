@@ -1,0 +1,382 @@
+"""Replaying archived pages in headless Chromium and noting what each asked for.
+
+The web plugin's replay application (the one ``archiver serve`` runs) is started in this
+process on 127.0.0.1 at a free port; Chromium loads each page from it, without the
+banner (the ``if_`` modifier), in a browser context of its own.  Every request is
+intercepted: one for the replay server goes on, any other is aborted before it is sent
+and noted as a request for the live web, and a proxy that goes nowhere catches whatever
+interception would not see.  Who asked for each request (the HTML, a stylesheet or a
+script) comes from Chromium's own record of its initiator (DevTools protocol).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urljoin
+
+from ..browser.render import CHROMIUM_ARGS, SCROLL_SCRIPT, VIEWPORT
+from ..web.library import Library
+from ..web.replay import FRAME, REPLAY_PREFIX, replay_path
+from .compare import SCREEN_SCRIPT, text_of, text_score
+from .records import PageResult, Request
+
+log = logging.getLogger("archiver.qa")
+
+SERVER_PATHS = ("/static/", "/favicon.ico")
+"""The replay server's own files: a request for them is no request of the archived page."""
+FULL_PAGE_MAX_HEIGHT = 8000
+"""As the capture: taller pages are compared on their first screen only."""
+SCRIPT_ONLY = frozenset({"fetch", "xhr", "eventsource", "websocket"})
+"""Resource types only a script asks for, whatever Chromium names as the initiator."""
+DIRECTIVE_TYPES = {
+    "connect-src": "fetch",
+    "img-src": "image",
+    "font-src": "font",
+    "style-src": "stylesheet",
+    "style-src-elem": "stylesheet",
+    "script-src": "script",
+    "script-src-elem": "script",
+    "media-src": "media",
+    "frame-src": "document",
+}
+"""The resource type of a request the page's Content-Security-Policy stopped, by the directive that did."""
+KEEP_SCREENSHOT_BELOW = 0.99
+"""A replay screenshot scoring below this is kept, to be shown beside the capture's."""
+QUIET_SECONDS = 0.5
+CLOSE_TIMEOUT = 10.0
+MAX_CONSOLE_ERRORS = 20
+HEIGHT_SCRIPT = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+VIOLATIONS_SCRIPT = """
+(() => {
+  const seen = [];
+  Object.defineProperty(window, '__qaBlocked', {value: seen});
+  document.addEventListener('securitypolicyviolation', (event) => {
+    const url = event.blockedURI;
+    if (seen.length < 500 && url && /^https?:/.test(url)) seen.push([url, event.effectiveDirective]);
+  });
+})();
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One archived page to check, with what its browser capture kept (if it was captured so)."""
+
+    url: str
+    timestamp: str
+    screenshot: bytes | None = None
+    dom: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    page_timeout: float = 30.0
+    idle_timeout: float = 5.0
+    scroll_rounds: int = 20
+
+
+class ReplayServer:
+    """The web plugin's replay application, on 127.0.0.1 at a free port, in this process."""
+
+    def __init__(self, library: Library) -> None:
+        self.library = library
+        self.origin = ""
+        self._runner: Any = None
+
+    async def start(self) -> None:
+        from aiohttp import web
+
+        from ..web.app import make_app
+
+        app = make_app(self.library, host="127.0.0.1")
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.origin = f"http://127.0.0.1:{port}"
+
+    @property
+    def address(self) -> str:
+        return self.origin.removeprefix("http://")
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def page_url(self, capture: Capture) -> str:
+        return self.origin + replay_path(capture.timestamp, capture.url, FRAME)
+
+    def archived_url(self, url: str) -> str | None:
+        """The archived URL a request to this server stands for, or None (not a replay path)."""
+        if not url.startswith(self.origin + "/"):
+            return None
+        path = url[len(self.origin) :]
+        for prefix in (REPLAY_PREFIX, "/missing/"):
+            if path.startswith(prefix):
+                rest = path[len(prefix) :]
+                stamp, _, target = rest.partition("/")
+                if stamp[:1].isdigit() and target:
+                    if target.lower().startswith(("http%3a", "https%3a")):
+                        target = unquote(target)
+                    return target
+        return None
+
+
+def chromium_args(server: ReplayServer) -> list[str]:
+    """The browser plugin's flags, with the replay server the only address reached directly."""
+    args = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--proxy-bypass-list")]
+    return [*args, f"--proxy-bypass-list=<-loopback>;{server.address}"]
+
+
+@contextlib.asynccontextmanager
+async def running_browser(executable: str, server: ReplayServer) -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=executable, headless=True, args=chromium_args(server)
+        )
+        try:
+            yield browser
+        finally:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await browser.close()
+
+
+class PageCheck:
+    """One page replayed in its own browser context; `run` never raises for what the page does."""
+
+    def __init__(
+        self,
+        capture: Capture,
+        server: ReplayServer,
+        settings: CheckSettings,
+        compare: Callable[..., Any],
+        keep: Callable[[Capture, bytes], str] | None = None,
+    ) -> None:
+        self.capture = capture
+        self.keep = keep
+        self.server = server
+        self.settings = settings
+        self.compare = compare
+        self.result = PageResult(url=capture.url, timestamp=capture.timestamp)
+        self._pending = 0
+        self._last_activity = time.monotonic()
+        self._initiators: dict[str, str] = {}
+        self._stylesheets: set[str] = set()
+        self._live: list[tuple[str, str]] = []
+        self._answers: dict[str, tuple[str, int | None]] = {}
+
+    async def run(self, browser: Any) -> PageResult:
+        started = time.monotonic()
+        context = None
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                context = await browser.new_context(
+                    viewport=VIEWPORT, accept_downloads=False, service_workers="block"
+                )
+            async with asyncio.timeout(self.settings.page_timeout):
+                await self._load(context)
+        except TimeoutError:
+            self.note(f"not loaded within {self.settings.page_timeout:g} s")
+        except Exception as exc:  # a Playwright error: the tab crashed, Chromium went away
+            self.note(f"not loaded: {_first_line(exc)}")
+        finally:
+            if context is not None:
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(CLOSE_TIMEOUT):
+                        await context.close()
+        await self._settle_requests()
+        self.result.seconds = round(time.monotonic() - started, 3)
+        return self.result
+
+    def note(self, text: str) -> None:
+        if text not in self.result.notes and len(self.result.notes) < 20:
+            self.result.notes.append(text)
+
+    async def _load(self, context: Any) -> None:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        await context.add_init_script(VIOLATIONS_SCRIPT)
+        await context.route("**/*", self._route)
+        with contextlib.suppress(AttributeError):
+            await context.route_web_socket("**/*", self._refuse_socket)
+        page = await context.new_page()
+        cdp = await context.new_cdp_session(page)
+        cdp.on("Network.requestWillBeSent", self._will_be_sent)
+        await cdp.send("Network.enable")
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self._error(f"uncaught: {_first_line(error)}"))
+        page.on("response", self._response)
+        page.on("requestfailed", self._failed)
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.dismiss()))
+        idle_ms = self.settings.idle_timeout * 1000
+        response = await page.goto(
+            self.server.page_url(self.capture), wait_until="commit", timeout=self.settings.page_timeout * 1000
+        )
+        if response is None or response.status >= 400:
+            self.note(f"not loaded: the replay answered {response.status if response else 'nothing'}")
+        settle_until = time.monotonic() + self.settings.idle_timeout
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("load", timeout=idle_ms)
+        if not await self._quiet(settle_until):
+            self.note(f"network never went quiet within {self.settings.idle_timeout:g} s")
+        if self.settings.scroll_rounds:
+            await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
+            await self._quiet(time.monotonic() + min(self.settings.idle_timeout, 2.0))
+        for blocked in await page.evaluate("() => window.__qaBlocked || []"):
+            if isinstance(blocked, list) and len(blocked) == 2 and isinstance(blocked[0], str):
+                self._live.append((blocked[0], DIRECTIVE_TYPES.get(str(blocked[1]), "other")))
+        dom = await page.content()
+        self.result.text_score = self._text_score(dom)
+        if self.capture.screenshot is not None:
+            height = await page.evaluate(HEIGHT_SCRIPT)
+            full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
+            shot = await page.screenshot(type="png", full_page=full, animations="disabled")
+            self.result.screenshot_score = score = await self.compare(self.capture.screenshot, shot)
+            if score is not None and score < KEEP_SCREENSHOT_BELOW and self.keep is not None:
+                self.result.replay_screenshot = await asyncio.to_thread(self.keep, self.capture, shot)
+
+    def _text_score(self, dom: str) -> float | None:
+        if self.capture.dom is None:
+            return None
+        return text_score(text_of(self.capture.dom), text_of(dom))
+
+    async def _quiet(self, deadline: float) -> bool:
+        while True:
+            now = time.monotonic()
+            quiet_at = self._last_activity + QUIET_SECONDS
+            if self._pending == 0 and now >= quiet_at:
+                return True
+            if now >= deadline:
+                return False
+            await asyncio.sleep(min(max(quiet_at - now, 0.05), deadline - now))
+
+    # -- what the page asks for ------------------------------------------------------
+
+    async def _route(self, route: Any) -> None:
+        request = route.request
+        url = request.url
+        if url.startswith(self.server.origin + "/"):
+            self._pending += 1
+            self._last_activity = time.monotonic()
+            with contextlib.suppress(Exception):
+                await route.continue_()
+            return
+        if url.startswith(("http:", "https:", "ws:", "wss:")):
+            self._live.append((url, request.resource_type))
+        with contextlib.suppress(Exception):
+            await route.abort("blockedbyclient")
+
+    def _done(self) -> None:
+        self._pending = max(self._pending - 1, 0)
+        self._last_activity = time.monotonic()
+
+    def _response(self, response: Any) -> None:
+        request = response.request
+        self._record(request.url, request.resource_type, response.status)
+        if request.resource_type == "stylesheet":
+            self._stylesheets.add(request.url)
+        self._done()
+
+    def _failed(self, request: Any) -> None:
+        if request.url.startswith(self.server.origin + "/"):
+            self._record(request.url, request.resource_type, None)
+            self._done()
+
+    def _record(self, url: str, resource_type: str, status: int | None) -> None:
+        self.result.requests_seen += 1
+        if url not in self._answers or self._answers[url][1] is None:
+            self._answers[url] = (resource_type, status)
+
+    def _will_be_sent(self, event: dict[str, Any]) -> None:
+        request = event.get("request") or {}
+        url = request.get("url")
+        if not isinstance(url, str) or url in self._initiators or event.get("type") == "Preflight":
+            return
+        initiator = event.get("initiator") or {}
+        kind = initiator.get("type")
+        source = initiator.get("url") or ""
+        if kind == "script" or (kind != "parser" and initiator.get("stack")):
+            self._initiators[url] = "script"
+        elif kind in ("parser", "preload", "other") and source:
+            self._initiators[url] = "css" if source in self._stylesheets else "html"
+        elif event.get("type") == "Document":
+            self._initiators[url] = "html"
+        else:
+            self._initiators[url] = "other"
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self._error(message.text)
+
+    def _error(self, text: str) -> None:
+        errors = self.result.console_errors
+        if len(errors) < MAX_CONSOLE_ERRORS and text not in errors:
+            errors.append(text[:500])
+
+    async def _refuse_socket(self, socket: Any) -> None:
+        self._live.append((socket.url, "websocket"))
+        with contextlib.suppress(Exception):
+            await socket.close()
+
+    async def _settle_requests(self) -> None:
+        """Turn what was seen into `Request` records, asking the archive about each URL once."""
+        library = self.server.library
+        own = self.server.page_url(self.capture)
+        for url, (resource_type, status) in self._answers.items():
+            if url == own:
+                continue
+            archived_url = self.server.archived_url(url)
+            outside = archived_url is None
+            if archived_url is None:
+                path = url[len(self.server.origin) :]
+                if path.startswith(SERVER_PATHS):
+                    continue
+                archived_url = urljoin(self.capture.url, path)
+            by = self._initiators.get(url, "other")
+            if resource_type in SCRIPT_ONLY:
+                by = "script"
+            archived = await asyncio.to_thread(library.is_archived, archived_url)
+            self.result.requests.append(
+                Request(archived_url, resource_type, by, status, archived, outside=outside)
+            )
+        for url, resource_type in dict.fromkeys(self._live):
+            by = "script" if resource_type in SCRIPT_ONLY else self._initiators.get(url, "html")
+            self.result.requests.append(Request(url, resource_type, by, None, False, live=True))
+
+
+def _first_line(exc: object) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+async def screenshot_comparer(browser: Any) -> tuple[Callable[[bytes, bytes], Any], Any]:
+    """A function scoring two PNGs in a blank page of `browser` (its canvas does the pixel work)."""
+    context = await browser.new_context()
+    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
+    page = await context.new_page()
+    lock = asyncio.Lock()
+
+    async def compare(capture: bytes, replay: bytes) -> float | None:
+        async with lock:
+            try:
+                score = await page.evaluate(
+                    SCREEN_SCRIPT,
+                    [base64.b64encode(capture).decode(), base64.b64encode(replay).decode()],
+                )
+            except Exception as exc:
+                log.info("screenshots not compared: %s", _first_line(exc))
+                return None
+        return round(float(score), 4) if isinstance(score, int | float) else None
+
+    return compare, context
