@@ -4,7 +4,8 @@ its script, so a plain crawl (which reads HTML and CSS, not scripts) misses them
 * ``/style.css`` (linked by the HTML) paints the page dark and sets an image with
   ``image-set("set.png" 1x)``, a form the crawl's CSS reader does not take for a URL;
 * ``/app.js`` adds ``/fonts.css`` (an ``@font-face`` for ``/face.woff2``) and fetches
-  ``/data.json``, whose text it writes into the page;
+  ``/data.json``, whose text it writes into the page, and ``/gone.json``, which the site
+  answers 404;
 * ``/plain.html`` loads one image from its HTML: nothing of it is missed.
 
 With `live_port`, the home page's script also fetches from a server on that port, by
@@ -26,9 +27,9 @@ STYLE = (
     "body { background: #203040; color: #fff; margin: 0; min-height: 600px }"
     ' .pic { width: 64px; height: 64px; background-image: image-set("set.png" 1x) }'
 )
-HIDDEN = ("/fonts.css", "/set.png", "/data.json", "/face.woff2")
-"""What a plain crawl misses: the first three are found by replaying the home page, the font
-once its stylesheet is there."""
+HIDDEN = ("/fonts.css", "/set.png", "/data.json", "/gone.json", "/face.woff2")
+"""What a plain crawl misses: the first four are found by replaying the home page, the font
+once its stylesheet is there (``/gone.json`` is a 404)."""
 
 
 def build_site(site: Site, live_port: int | None = None) -> None:
@@ -39,7 +40,8 @@ def build_site(site: Site, live_port: int | None = None) -> None:
         "const link = document.createElement('link'); link.rel = 'stylesheet'; link.href = 'fonts.css';"
         " document.head.appendChild(link);"
         " fetch('data.json').then((r) => r.json()).then((d) => {"
-        " document.getElementById('text').textContent = d.text; });" + escape
+        " document.getElementById('text').textContent = d.text; });"
+        " fetch('gone.json').catch(() => null);" + escape
     )
     site.serve(
         {

@@ -346,9 +346,11 @@ class PageCheck:
             by = self._initiators.get(url, "other")
             if resource_type in SCRIPT_ONLY:
                 by = "script"
-            archived = await asyncio.to_thread(library.is_archived, archived_url)
+            found = await asyncio.to_thread(library.nearest, archived_url, self.capture.timestamp)
+            if found is not None and found.capture.status is not None:
+                status = found.capture.status
             self.result.requests.append(
-                Request(archived_url, resource_type, by, status, archived, outside=outside)
+                Request(archived_url, resource_type, by, status, found is not None, outside=outside)
             )
         for url, resource_type in dict.fromkeys(self._live):
             by = "script" if resource_type in SCRIPT_ONLY else self._initiators.get(url, "html")

@@ -31,6 +31,12 @@ def add_commands(cli: click.Group) -> None:
         "--tabs", type=click.IntRange(1, 32), default=2, show_default=True, help="Pages replayed at once."
     )
     @click.option(
+        "--patch",
+        is_flag=True,
+        help="Then fetch what the pages lack (a crawl of mode patch, with the archive's settings) "
+        "and check those pages again.",
+    )
+    @click.option(
         "--page-timeout",
         type=click.FloatRange(1, 3600),
         default=30.0,
@@ -45,6 +51,7 @@ def add_commands(cli: click.Group) -> None:
         sample: int | None,
         pattern: str | None,
         tabs: int,
+        patch: bool,
         page_timeout: float,
         as_json: bool,
         quiet: bool,
@@ -68,15 +75,22 @@ def add_commands(cli: click.Group) -> None:
         except re.error as exc:
             raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="--pages") from None
         from .run import Selection
-        from .session import run_qa
+        from .session import PatchInterrupted, run_qa
 
-        outcome = run_qa(
-            archive,
-            Selection(pattern=compiled, sample=sample or 0),
-            tabs=tabs,
-            page_timeout=page_timeout,
-            bar=not (quiet or as_json) and sys.stderr.isatty(),
-        )
+        try:
+            outcome = run_qa(
+                archive,
+                Selection(pattern=compiled, sample=sample or 0),
+                tabs=tabs,
+                page_timeout=page_timeout,
+                bar=not (quiet or as_json) and sys.stderr.isatty(),
+                patch=patch,
+            )
+        except PatchInterrupted as stop:
+            click.echo(
+                f"Interrupted: run `archiver qa --patch {archive}` again to finish the patch.", err=True
+            )
+            sys.exit(128 + stop.signum)
         summary = outcome.summary
         if as_json:
             data: dict[str, Any] = {"archive": str(archive), "run": outcome.run, **summary.to_json()}
@@ -86,6 +100,8 @@ def add_commands(cli: click.Group) -> None:
         elif quiet:
             echo(headline(archive, outcome.run, summary))
         else:
+            if outcome.before is not None:
+                echo(report(archive, *outcome.before, footer=False))
             if outcome.patch_words:
                 echo(outcome.patch_words)
             echo(report(archive, outcome.run, summary))
@@ -100,11 +116,13 @@ def headline(archive: Path, run: int, summary: Summary) -> str:
     )
 
 
-def report(archive: Path, run: int, summary: Summary) -> str:
+def report(archive: Path, run: int, summary: Summary, footer: bool = True) -> str:
     lines = [headline(archive, run, summary)]
     if summary.missing_by_kind:
         lines.append("Missing, by who asked: " + _counts(summary.missing_by_kind) + ".")
         lines.append("Missing, by host: " + _counts(summary.missing_by_host) + ".")
+    if summary.gone_urls:
+        lines.append(f"Archived as errors (404, ...), gone from the site: {len(summary.gone_urls)}.")
     if summary.live_requests:
         lines.append(f"Requests for the live web blocked: {summary.live_requests}.")
     if summary.worst:
@@ -115,7 +133,8 @@ def report(archive: Path, run: int, summary: Summary) -> str:
             lines.extend(f"    blocked, live web ({r.by} asked): {r.url}" for r in page.live[:5])
             lines.extend(f"    outside the replay ({r.by} asked): {r.url}" for r in page.outside[:5])
             lines.extend(f"    note: {note}" for note in page.notes[:3])
-    lines.append(f"Results: {archive / 'qa'}; `archiver serve {archive}` shows them at /qa.")
+    if footer:
+        lines.append(f"Results: {archive / 'qa'}; `archiver serve {archive}` shows them at /qa.")
     return "\n".join(lines)
 
 

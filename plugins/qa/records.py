@@ -26,7 +26,8 @@ class Request:
     by: str
     """One of `ASKERS`."""
     status: int | None = None
-    """The replay server's answer (None when the request failed or was aborted)."""
+    """The archived response's status; for a URL not archived, the replay server's answer
+    (None when the request failed or was aborted)."""
     archived: bool = True
     """Whether the archive holds the URL; False is a missing resource."""
     live: bool = False
@@ -34,6 +35,11 @@ class Request:
     outside: bool = False
     """Sent to the replay server outside its replay paths (a script's root-relative URL, such as
     ``/data.json``): the replay cannot answer it, even when the archive holds the URL."""
+
+    @property
+    def gone(self) -> bool:
+        """Archived, as an error: the site answered 404 (or another 4xx or 5xx) when it was fetched."""
+        return self.archived and not self.live and self.status is not None and self.status >= 400
 
     @property
     def host(self) -> str:

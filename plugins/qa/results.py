@@ -154,6 +154,8 @@ class Summary:
     live_requests: int = 0
     console_errors: int = 0
     worst: list[PageResult] = field(default_factory=list)
+    gone_urls: set[str] = field(default_factory=set)
+    """URLs the archive holds as errors (404, ...): gone from the site when fetched, never patched."""
     missing_urls: dict[str, str] = field(default_factory=dict)
     """Each missing URL once, with who asked for it first (bounded by what the archive lacks)."""
 
@@ -162,6 +164,7 @@ class Summary:
         self.complete += result.complete
         self.live_requests += len(result.live)
         self.console_errors += len(result.console_errors)
+        self.gone_urls.update(request.url for request in result.requests if request.gone)
         for request in result.missing:
             if request.url not in self.missing_urls:
                 self.missing_urls[request.url] = request.by
@@ -179,6 +182,7 @@ class Summary:
             "missing_resources": len(self.missing_urls),
             "missing_by_kind": dict(self.missing_by_kind.most_common()),
             "missing_by_host": dict(self.missing_by_host.most_common()),
+            "archived_as_errors": len(self.gone_urls),
             "live_requests_blocked": self.live_requests,
             "console_errors": self.console_errors,
             "worst_pages": [
@@ -204,15 +208,21 @@ def status_lines(archive: Path) -> Iterable[tuple[str, Any]] | None:
     runs = read_runs(archive) if archive.is_dir() else []
     if not runs:
         return None
+    from .patch import interrupted_words
+
+    lines: list[tuple[str, Any]] = []
+    patch = interrupted_words(archive)
+    if patch is not None:
+        lines.append(("QA patch", patch))
     last = runs[-1]
     if last.finished is None:
-        return [("last QA", f"run {last.number} started {last.started}, not finished")]
+        return [*lines, ("last QA", f"run {last.number} started {last.started}, not finished")]
     s = last.summary
     found = (
         f"run {last.number} at {last.finished}: {s.get('pages_checked', 0)} pages checked, "
         f"{s.get('pages_complete', 0)} complete, {s.get('missing_resources', 0)} resources missing"
     )
-    return [("last QA", found)]
+    return [*lines, ("last QA", found)]
 
 
 def _now() -> str:
