@@ -25,6 +25,7 @@ from browser import chromium_path
 from qa_site import build_site
 from terminal import run_on_terminal
 
+from archiver.cli import main
 from archiver.testing import CrawlFn, Site
 
 pytestmark = pytest.mark.timeout(90)
@@ -134,3 +135,24 @@ async def test_browser_capture_scores_at_the_top_and_lower_without_its_styleshee
 def _results(archive: Path, run: int) -> list[dict[str, Any]]:
     lines = (archive / "qa" / f"pages-{run:04d}.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+async def test_qa_of_an_export_names_what_the_mirror_lacks_that_the_archive_has(
+    site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path
+) -> None:
+    executable = chromium_path()
+    assert other_site.server is not None
+    build_site(site, live_port=other_site.server.port)
+    archive = (await crawl_archive(site.url("/"), plugins=("links", "warc"))).archive
+    mirror = tmp_path / "mirror"
+    assert await asyncio.to_thread(main, ["export", str(archive), str(mirror), "-q"]) == 0
+    (mirror / site.host.replace(":", "+") / "style.css").unlink()
+    run, summary = await check_archive(archive, executable, Selection(), export=mirror)
+    assert run == 0 and not (archive / "qa").exists(), "QA of an export wrote into the archive"
+    assert (summary.checked, summary.complete) == (2, 1)
+    assert summary.held_by_archive == {site.url("/style.css"): "html"}
+    [home] = summary.worst
+    assert site.url("/style.css") in {r.url for r in home.missing}
+    assert site.url("/data.json") in {r.url for r in home.missing}  # not archived at all
+    assert [r.url for r in home.live] == [f"http://127.0.0.1:{other_site.server.port}/away"]
+    assert other_site.hits == {}, "a request reached the live stand-in"

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urljoin
 
 from ..browser.render import CHROMIUM_ARGS, SCROLL_SCRIPT, VIEWPORT
@@ -114,6 +114,21 @@ class ReplayServer:
     def page_url(self, capture: Capture) -> str:
         return self.origin + replay_path(capture.timestamp, capture.url, FRAME)
 
+    def holds(self, url: str, timestamp: str, status: int | None) -> tuple[bool, int | None]:
+        """Whether the archive answers `url`, and with what status (`status`: the replay's answer)."""
+        found = self.library.nearest(url, timestamp)
+        if found is not None and found.capture.status is not None:
+            status = found.capture.status
+        return found is not None, status
+
+    def in_archive(self, url: str) -> bool:
+        return self.library.is_archived(url)
+
+    @property
+    def bypass(self) -> str:
+        """The one address Chromium reaches without the proxy that goes nowhere."""
+        return self.address
+
     def archived_url(self, url: str) -> str | None:
         """The archived URL a request to this server stands for, or None (not a replay path)."""
         if not url.startswith(self.origin + "/"):
@@ -130,14 +145,29 @@ class ReplayServer:
         return None
 
 
-def chromium_args(server: ReplayServer) -> list[str]:
+class Site(Protocol):
+    """Where the pages are loaded from: the replay server, or an exported folder (export.py)."""
+
+    origin: str
+
+    def page_url(self, capture: Capture) -> str: ...
+    def archived_url(self, url: str) -> str | None: ...
+    def holds(self, url: str, timestamp: str, status: int | None) -> tuple[bool, int | None]: ...
+    def in_archive(self, url: str) -> bool: ...
+
+    @property
+    def bypass(self) -> str: ...
+
+
+def chromium_args(site: Site) -> list[str]:
     """The browser plugin's flags, with the replay server the only address reached directly."""
     args = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--proxy-bypass-list")]
-    return [*args, f"--proxy-bypass-list=<-loopback>;{server.address}"]
+    bypass = f";{site.bypass}" if site.bypass else ""
+    return [*args, f"--proxy-bypass-list=<-loopback>{bypass}"]
 
 
 @contextlib.asynccontextmanager
-async def running_browser(executable: str, server: ReplayServer) -> AsyncIterator[Any]:
+async def running_browser(executable: str, server: Site) -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -158,10 +188,10 @@ class PageCheck:
     def __init__(
         self,
         capture: Capture,
-        server: ReplayServer,
+        server: Site,
         settings: CheckSettings,
         compare: Callable[..., Any],
-        keep: Callable[[Capture, bytes], str] | None = None,
+        keep: Callable[[str, str, bytes], str] | None = None,
     ) -> None:
         self.capture = capture
         self.keep = keep
@@ -244,7 +274,9 @@ class PageCheck:
             shot = await page.screenshot(type="png", full_page=full, animations="disabled")
             self.result.screenshot_score = score = await self.compare(self.capture.screenshot, shot)
             if score is not None and score < KEEP_SCREENSHOT_BELOW and self.keep is not None:
-                self.result.replay_screenshot = await asyncio.to_thread(self.keep, self.capture, shot)
+                self.result.replay_screenshot = await asyncio.to_thread(
+                    self.keep, self.capture.url, self.capture.timestamp, shot
+                )
 
     def _text_score(self, dom: str) -> float | None:
         if self.capture.dom is None:
@@ -331,7 +363,6 @@ class PageCheck:
 
     async def _settle_requests(self) -> None:
         """Turn what was seen into `Request` records, asking the archive about each URL once."""
-        library = self.server.library
         own = self.server.page_url(self.capture)
         for url, (resource_type, status) in self._answers.items():
             if url == own:
@@ -346,15 +377,21 @@ class PageCheck:
             by = self._initiators.get(url, "other")
             if resource_type in SCRIPT_ONLY:
                 by = "script"
-            found = await asyncio.to_thread(library.nearest, archived_url, self.capture.timestamp)
-            if found is not None and found.capture.status is not None:
-                status = found.capture.status
+            held, status = await asyncio.to_thread(
+                self.server.holds, archived_url, self.capture.timestamp, status
+            )
+            archive_has = None if held else await asyncio.to_thread(self.server.in_archive, archived_url)
             self.result.requests.append(
-                Request(archived_url, resource_type, by, status, found is not None, outside=outside)
+                Request(
+                    archived_url, resource_type, by, status, held, outside=outside, archive_has=archive_has
+                )
             )
         for url, resource_type in dict.fromkeys(self._live):
             by = "script" if resource_type in SCRIPT_ONLY else self._initiators.get(url, "html")
-            self.result.requests.append(Request(url, resource_type, by, None, False, live=True))
+            archive_has = await asyncio.to_thread(self.server.in_archive, url)
+            self.result.requests.append(
+                Request(url, resource_type, by, None, False, live=True, archive_has=archive_has)
+            )
 
 
 def _first_line(exc: object) -> str:

@@ -37,6 +37,13 @@ def add_commands(cli: click.Group) -> None:
         "and check those pages again.",
     )
     @click.option(
+        "--export",
+        "export",
+        type=click.Path(path_type=Path),
+        metavar="DIR",
+        help="Check the folder `archiver export ARCHIVE DIR` wrote instead, its pages opened from disk.",
+    )
+    @click.option(
         "--page-timeout",
         type=click.FloatRange(1, 3600),
         default=30.0,
@@ -52,6 +59,7 @@ def add_commands(cli: click.Group) -> None:
         pattern: str | None,
         tabs: int,
         patch: bool,
+        export: Path | None,
         page_timeout: float,
         as_json: bool,
         quiet: bool,
@@ -74,6 +82,10 @@ def add_commands(cli: click.Group) -> None:
             compiled = re.compile(pattern) if pattern else None
         except re.error as exc:
             raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="--pages") from None
+        if export is not None and patch:
+            raise UsageError("--patch fetches into the archive; QA of an export (--export) cannot patch it")
+        if export is not None and not export.is_dir():
+            raise UsageError(f"--export {export}: no such folder (zip and WACZ exports are not checked)")
         from .run import Selection
         from .session import PatchInterrupted, run_qa
 
@@ -85,6 +97,7 @@ def add_commands(cli: click.Group) -> None:
                 page_timeout=page_timeout,
                 bar=not (quiet or as_json) and sys.stderr.isatty(),
                 patch=patch,
+                export=export,
             )
         except PatchInterrupted as stop:
             click.echo(
@@ -94,30 +107,40 @@ def add_commands(cli: click.Group) -> None:
         summary = outcome.summary
         if as_json:
             data: dict[str, Any] = {"archive": str(archive), "run": outcome.run, **summary.to_json()}
+            if export is not None:
+                data["export"] = str(export)
             if outcome.patch is not None:
                 data["patch"] = outcome.patch
             click.echo(json.dumps(data, indent=2))
         elif quiet:
-            echo(headline(archive, outcome.run, summary))
+            echo(headline(archive, outcome.run, summary, export))
         else:
             if outcome.before is not None:
                 echo(report(archive, *outcome.before, footer=False))
             if outcome.patch_words:
                 echo(outcome.patch_words)
-            echo(report(archive, outcome.run, summary))
+            echo(report(archive, outcome.run, summary, export=export))
         if summary.complete < summary.checked:
             sys.exit(1)
 
 
-def headline(archive: Path, run: int, summary: Summary) -> str:
-    return (
-        f"QA run {run} of {archive}: {summary.checked} pages checked, {summary.complete} complete, "
-        f"{len(summary.missing_urls)} resources missing."
+def headline(archive: Path, run: int, summary: Summary, export: Path | None = None) -> str:
+    counts = (
+        f"{summary.checked} pages checked, {summary.complete} complete, "
+        f"{len(summary.missing_urls)} resources missing"
     )
+    if export is not None:
+        held = len(summary.held_by_archive)
+        return f"QA of the export {export} (of {archive}): {counts}; the archive holds {held} it lacks."
+    return f"QA run {run} of {archive}: {counts}."
 
 
-def report(archive: Path, run: int, summary: Summary, footer: bool = True) -> str:
-    lines = [headline(archive, run, summary)]
+def report(archive: Path, run: int, summary: Summary, footer: bool = True, export: Path | None = None) -> str:
+    lines = [headline(archive, run, summary, export)]
+    if summary.held_by_archive:
+        where = "the export lacks" if export is not None else "the replay did not reach"
+        lines.append(f"Held by the archive, {where}:")
+        lines.extend(f"  {url} ({by} asked)" for url, by in list(summary.held_by_archive.items())[:20])
     if summary.missing_by_kind:
         lines.append("Missing, by who asked: " + _counts(summary.missing_by_kind) + ".")
         lines.append("Missing, by host: " + _counts(summary.missing_by_host) + ".")
@@ -133,7 +156,7 @@ def report(archive: Path, run: int, summary: Summary, footer: bool = True) -> st
             lines.extend(f"    blocked, live web ({r.by} asked): {r.url}" for r in page.live[:5])
             lines.extend(f"    outside the replay ({r.by} asked): {r.url}" for r in page.outside[:5])
             lines.extend(f"    note: {note}" for note in page.notes[:3])
-    if footer:
+    if footer and export is None:
         lines.append(f"Results: {archive / 'qa'}; `archiver serve {archive}` shows them at /qa.")
     return "\n".join(lines)
 

@@ -32,6 +32,9 @@ class Request:
     """Whether the archive holds the URL; False is a missing resource."""
     live: bool = False
     """Aimed past the replay server (at the live web): aborted, never sent."""
+    archive_has: bool | None = None
+    """For a URL not answered (missing, or blocked on its way to the live web): whether the archive
+    holds it after all (a rewriting gap, or a mirror lacking what the archive has)."""
     outside: bool = False
     """Sent to the replay server outside its replay paths (a script's root-relative URL, such as
     ``/data.json``): the replay cannot answer it, even when the archive holds the URL."""

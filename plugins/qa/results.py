@@ -22,6 +22,7 @@ from .records import PageResult
 QA_FOLDER = "qa"
 RUNS_NAME = "runs.jsonl"
 WORST_KEPT = 20
+MAX_HELD_KEPT = 10_000
 MAX_RUNS_BYTES = 16 * 1024 * 1024
 
 
@@ -156,6 +157,9 @@ class Summary:
     worst: list[PageResult] = field(default_factory=list)
     gone_urls: set[str] = field(default_factory=set)
     """URLs the archive holds as errors (404, ...): gone from the site when fetched, never patched."""
+    held_by_archive: dict[str, str] = field(default_factory=dict)
+    """URLs a page could not get (missing, or aimed at the live web) that the archive holds:
+    for an export, what the mirror lacks that the archive has; for the replay, a rewriting gap."""
     missing_urls: dict[str, str] = field(default_factory=dict)
     """Each missing URL once, with who asked for it first (bounded by what the archive lacks)."""
 
@@ -165,6 +169,9 @@ class Summary:
         self.live_requests += len(result.live)
         self.console_errors += len(result.console_errors)
         self.gone_urls.update(request.url for request in result.requests if request.gone)
+        for request in result.requests:
+            if request.archive_has and len(self.held_by_archive) < MAX_HELD_KEPT:
+                self.held_by_archive.setdefault(request.url, request.by)
         for request in result.missing:
             if request.url not in self.missing_urls:
                 self.missing_urls[request.url] = request.by
@@ -183,6 +190,7 @@ class Summary:
             "missing_by_kind": dict(self.missing_by_kind.most_common()),
             "missing_by_host": dict(self.missing_by_host.most_common()),
             "archived_as_errors": len(self.gone_urls),
+            "lacking_but_archived": sorted(self.held_by_archive),
             "live_requests_blocked": self.live_requests,
             "console_errors": self.console_errors,
             "worst_pages": [

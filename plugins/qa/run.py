@@ -13,12 +13,21 @@ from pathlib import Path
 from archiver.errors import ArchiveError, UsageError
 
 from ..web.library import Library
-from .checker import Capture, CheckSettings, PageCheck, ReplayServer, running_browser, screenshot_comparer
+from .checker import (
+    Capture,
+    CheckSettings,
+    PageCheck,
+    ReplayServer,
+    Site,
+    running_browser,
+    screenshot_comparer,
+)
 from .records import PageResult
 from .results import RunWriter, Summary
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 MAX_CAPTURE_BYTES = 32 * 1024 * 1024
+NO_FILE = "not loaded: the mirror has no file for this page"
 
 Progress = Callable[[PageResult], None]
 
@@ -81,37 +90,57 @@ async def check_archive(
     settings: CheckSettings | None = None,
     progress: Progress | None = None,
     started: Callable[[int], None] | None = None,
+    export: Path | None = None,
 ) -> tuple[int, Summary]:
-    """Check the selected pages of `archive`; returns the run's number and its summary."""
+    """Check the selected pages of `archive`; returns the run's number and its summary.
+
+    With `export`, the pages are those of that exported folder, opened from disk, and the
+    results are not kept in the archive (run number 0): they describe the folder, not the archive.
+    """
     library = Library.open([archive])
     pages = await asyncio.to_thread(archived_pages, library, selection)
     if not pages and selection.urls is None:
         raise UsageError(f"{archive}: no archived HTML page to check" + _filter_words(selection))
-    writer = RunWriter(archive)
-    writer.start(len(pages))
+    site: Site
+    if export is not None:
+        from .export import ExportSite
+
+        site = mirror = ExportSite(export, library)
+        writer = None
+    else:
+        site = server = ReplayServer(library)
+        await server.start()
+        writer = RunWriter(archive)
+        writer.start(len(pages))
     if started is not None:
         started(len(pages))
     summary = Summary()
-    server = ReplayServer(library)
-    await server.start()
+
+    def done(result: PageResult) -> None:
+        if writer is not None:
+            writer.page(result)
+        summary.add(result)
+        if progress is not None:
+            progress(result)
+
     try:
-        async with running_browser(executable, server) as browser:
+        async with running_browser(executable, site) as browser:
             compare, comparer = await screenshot_comparer(browser)
             queue = iter(pages)
-
-            def keep(capture: Capture, png: bytes) -> str:
-                return writer.keep_screenshot(capture.url, capture.timestamp, png)
-
             check = settings or CheckSettings()
 
             async def tab() -> None:
                 for url, timestamp in queue:
+                    if export is not None and not mirror.has_page(url):
+                        done(
+                            PageResult(
+                                url, timestamp, notes=["not loaded: the mirror has no file for this page"]
+                            )
+                        )
+                        continue
                     capture = await asyncio.to_thread(load_capture, library, url, timestamp)
-                    result = await PageCheck(capture, server, check, compare, keep).run(browser)
-                    writer.page(result)
-                    summary.add(result)
-                    if progress is not None:
-                        progress(result)
+                    keep = writer.keep_screenshot if writer is not None else None
+                    done(await PageCheck(capture, site, check, compare, keep).run(browser))
 
             try:
                 await asyncio.gather(*(tab() for _ in range(max(1, tabs))))
@@ -119,7 +148,10 @@ async def check_archive(
                 with contextlib.suppress(Exception):
                     await comparer.close()
     finally:
-        await server.close()
+        if export is None:
+            await server.close()
+    if writer is None:
+        return 0, summary
     writer.finish(summary)
     return writer.number, summary
 

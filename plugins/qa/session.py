@@ -40,13 +40,21 @@ def chromium() -> str:
 
 
 def run_qa(
-    archive: Path, selection: Selection, *, tabs: int, page_timeout: float, bar: bool, patch: bool = False
+    archive: Path,
+    selection: Selection,
+    *,
+    tabs: int,
+    page_timeout: float,
+    bar: bool,
+    patch: bool = False,
+    export: Path | None = None,
 ) -> Outcome:
-    """QA of `archive`; with `patch`, then a patch crawl of what is missing and QA of those pages again."""
+    """QA of `archive` (or of its `export`); with `patch`, then a patch crawl of what is missing
+    and QA of those pages again."""
     executable = chromium()
     settings = CheckSettings(page_timeout=page_timeout)
     if not patch:
-        run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar))
+        run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar, export))
         return Outcome(run, summary)
     from . import patch as patching
 
@@ -125,10 +133,18 @@ def _patch_words(report: dict[str, Any]) -> str:
 
 
 async def _checked(
-    archive: Path, executable: str, selection: Selection, tabs: int, settings: CheckSettings, bar: bool
+    archive: Path,
+    executable: str,
+    selection: Selection,
+    tabs: int,
+    settings: CheckSettings,
+    bar: bool,
+    export: Path | None = None,
 ) -> tuple[int, Summary]:
     if not bar:
-        return await check_archive(archive, executable, selection, tabs=tabs, settings=settings)
+        return await check_archive(
+            archive, executable, selection, tabs=tabs, settings=settings, export=export
+        )
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -159,4 +175,5 @@ async def _checked(
             settings=settings,
             progress=advance,
             started=started,
+            export=export,
         )
