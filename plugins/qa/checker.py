@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urljoin
 
-from ..browser.render import CHROMIUM_ARGS, SCROLL_SCRIPT, VIEWPORT
+from ..browser.render import CHROMIUM_ARGS, FULL_PAGE_MAX_HEIGHT, HEIGHT_SCRIPT, SCROLL_SCRIPT, VIEWPORT
 from ..web.library import Library
 from ..web.replay import FRAME, REPLAY_PREFIX, replay_path
 from .compare import SCREEN_SCRIPT, text_of, text_score
@@ -31,8 +31,6 @@ log = logging.getLogger("archiver.qa")
 
 SERVER_PATHS = ("/static/", "/favicon.ico")
 """The replay server's own files: a request for them is no request of the archived page."""
-FULL_PAGE_MAX_HEIGHT = 8000
-"""As the capture: taller pages are compared on their first screen only."""
 SCRIPT_ONLY = frozenset({"fetch", "xhr", "eventsource", "websocket"})
 """Resource types only a script asks for, whatever Chromium names as the initiator."""
 DIRECTIVE_TYPES = {
@@ -52,7 +50,8 @@ KEEP_SCREENSHOT_BELOW = 0.99
 QUIET_SECONDS = 0.5
 CLOSE_TIMEOUT = 10.0
 MAX_CONSOLE_ERRORS = 20
-HEIGHT_SCRIPT = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+MAX_URLS_PER_PAGE = 10_000
+"""A page asking for more distinct URLs (a script in a loop) has the rest counted, not checked."""
 VIOLATIONS_SCRIPT = """
 (() => {
   const seen = [];
@@ -166,20 +165,67 @@ def chromium_args(site: Site) -> list[str]:
     return [*args, f"--proxy-bypass-list=<-loopback>{bypass}"]
 
 
+class Chromium:
+    """One headless Chromium for a QA run, started again if it dies: a crash costs a page, not the run.
+
+    `compare` scores two PNGs in a blank page of it (its canvas does the pixel work).
+    """
+
+    def __init__(self, playwright: Any, executable: str, args: list[str]) -> None:
+        self._playwright = playwright
+        self._executable = executable
+        self._args = args
+        self._browser: Any = None
+        self._blank: Any = None
+        self._lock = asyncio.Lock()
+        self._compare_lock = asyncio.Lock()
+
+    async def get(self) -> Any:
+        async with self._lock:
+            if self._browser is None or not self._browser.is_connected():
+                if self._browser is not None:
+                    log.warning("Chromium went away: starting it again")
+                self._blank = None
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self._executable, headless=True, args=self._args
+                )
+            return self._browser
+
+    async def compare(self, capture: bytes, replay: bytes) -> float | None:
+        async with self._compare_lock:
+            try:
+                if self._blank is None or self._blank.is_closed():
+                    context = await (await self.get()).new_context()
+                    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
+                    self._blank = await context.new_page()
+                score = await self._blank.evaluate(
+                    SCREEN_SCRIPT,
+                    [base64.b64encode(capture).decode(), base64.b64encode(replay).decode()],
+                )
+            except Exception as exc:
+                log.info("screenshots not compared: %s", _first_line(exc))
+                self._blank = None
+                return None
+        return round(float(score), 4) if isinstance(score, int | float) else None
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._browser is not None:
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await self._browser.close()
+
+
 @contextlib.asynccontextmanager
-async def running_browser(executable: str, server: Site) -> AsyncIterator[Any]:
+async def running_browser(executable: str, site: Site) -> AsyncIterator[Chromium]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=executable, headless=True, args=chromium_args(server)
-        )
+        chromium = Chromium(playwright, executable, chromium_args(site))
         try:
-            yield browser
+            await chromium.get()
+            yield chromium
         finally:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(CLOSE_TIMEOUT):
-                    await browser.close()
+            await chromium.close()
 
 
 class PageCheck:
@@ -304,7 +350,7 @@ class PageCheck:
             with contextlib.suppress(Exception):
                 await route.continue_()
             return
-        if url.startswith(("http:", "https:", "ws:", "wss:")):
+        if url.startswith(("http:", "https:", "ws:", "wss:")) and len(self._live) < MAX_URLS_PER_PAGE:
             self._live.append((url, request.resource_type))
         with contextlib.suppress(Exception):
             await route.abort("blockedbyclient")
@@ -327,6 +373,9 @@ class PageCheck:
 
     def _record(self, url: str, resource_type: str, status: int | None) -> None:
         self.result.requests_seen += 1
+        if len(self._answers) >= MAX_URLS_PER_PAGE and url not in self._answers:
+            self.note(f"more than {MAX_URLS_PER_PAGE} URLs asked for: the rest not checked")
+            return
         if url not in self._answers or self._answers[url][1] is None:
             self._answers[url] = (resource_type, status)
 
@@ -334,6 +383,8 @@ class PageCheck:
         request = event.get("request") or {}
         url = request.get("url")
         if not isinstance(url, str) or url in self._initiators or event.get("type") == "Preflight":
+            return
+        if len(self._initiators) >= MAX_URLS_PER_PAGE:
             return
         initiator = event.get("initiator") or {}
         kind = initiator.get("type")
@@ -397,25 +448,3 @@ class PageCheck:
 def _first_line(exc: object) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
-async def screenshot_comparer(browser: Any) -> tuple[Callable[[bytes, bytes], Any], Any]:
-    """A function scoring two PNGs in a blank page of `browser` (its canvas does the pixel work)."""
-    context = await browser.new_context()
-    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
-    page = await context.new_page()
-    lock = asyncio.Lock()
-
-    async def compare(capture: bytes, replay: bytes) -> float | None:
-        async with lock:
-            try:
-                score = await page.evaluate(
-                    SCREEN_SCRIPT,
-                    [base64.b64encode(capture).decode(), base64.b64encode(replay).decode()],
-                )
-            except Exception as exc:
-                log.info("screenshots not compared: %s", _first_line(exc))
-                return None
-        return round(float(score), 4) if isinstance(score, int | float) else None
-
-    return compare, context

@@ -20,7 +20,6 @@ from .checker import (
     ReplayServer,
     Site,
     running_browser,
-    screenshot_comparer,
 )
 from .records import PageResult
 from .results import RunWriter, Summary
@@ -124,8 +123,7 @@ async def check_archive(
             progress(result)
 
     try:
-        async with running_browser(executable, site) as browser:
-            compare, comparer = await screenshot_comparer(browser)
+        async with running_browser(executable, site) as chromium:
             queue = iter(pages)
             check = settings or CheckSettings()
 
@@ -140,13 +138,10 @@ async def check_archive(
                         continue
                     capture = await asyncio.to_thread(load_capture, library, url, timestamp)
                     keep = writer.keep_screenshot if writer is not None else None
-                    done(await PageCheck(capture, site, check, compare, keep).run(browser))
+                    browser = await chromium.get()
+                    done(await PageCheck(capture, site, check, chromium.compare, keep).run(browser))
 
-            try:
-                await asyncio.gather(*(tab() for _ in range(max(1, tabs))))
-            finally:
-                with contextlib.suppress(Exception):
-                    await comparer.close()
+            await asyncio.gather(*(tab() for _ in range(max(1, tabs))))
     finally:
         if export is None:
             await server.close()
