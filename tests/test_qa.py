@@ -38,7 +38,9 @@ async def test_qa_names_what_css_and_scripts_load_and_sends_nothing_live(
     assert other_site.server is not None
     live = f"http://127.0.0.1:{other_site.server.port}/away"
     build_site(site, live_port=other_site.server.port)
-    crawl = await crawl_archive(site.url("/"), plugins=("links", "warc"))
+    moving = "<p>Leaving.</p><script>setTimeout(() => { location.href = 'plain.html'; }, 50);</script>"
+    site.page("/moving.html", moving)
+    crawl = await crawl_archive([site.url("/"), site.url("/moving.html")], plugins=("links", "warc"))
     archive = crawl.archive
     assert other_site.hits == {}
     run, summary = await check_archive(archive, executable, Selection(), tabs=2)
@@ -54,7 +56,7 @@ async def test_qa_names_what_css_and_scripts_load_and_sends_nothing_live(
     assert [(request.url, request.by) for request in home.live] == [(live, "script")]
     assert other_site.hits == {}, "a request reached the live stand-in"
     assert site.url("/plain.html") not in pages, "a page with nothing missing was reported"
-    assert (summary.checked, summary.complete) == (2, 1)
+    assert (summary.checked, summary.complete) == (3, 2)
     assert dict(summary.missing_by_kind) == {"script": 3, "css": 1}
     assert dict(summary.missing_by_host) == {site.host: 4}
     # kept in the archive, one line per page, and told by `archiver status`
@@ -63,9 +65,11 @@ async def test_qa_names_what_css_and_scripts_load_and_sends_nothing_live(
     ]
     plain = next(line for line in lines if line["url"] == site.url("/plain.html"))
     assert plain["complete"] and [r["url"] for r in plain["requests"]] == [site.url("/a.png")]
+    left = next(line for line in _results(archive, run) if line["url"] == site.url("/moving.html"))
+    assert left["complete"] and "navigated to" in left["notes"][0], left  # checked, not followed
     assert read_runs(archive)[-1].summary["missing_resources"] == 4
     label, words = next(iter(status_lines(archive) or []))
-    assert label == "last QA" and "2 pages checked, 1 complete, 4 resources missing" in words
+    assert label == "last QA" and "3 pages checked, 2 complete, 4 resources missing" in words
 
 
 async def test_qa_command_on_a_terminal_shows_progress_then_the_worst_pages(

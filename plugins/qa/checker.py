@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import unquote, urljoin
+from urllib.parse import unquote, urldefrag, urljoin
 
 from ..browser.render import CHROMIUM_ARGS, FULL_PAGE_MAX_HEIGHT, HEIGHT_SCRIPT, SCROLL_SCRIPT, VIEWPORT
 from ..web.library import Library
@@ -251,6 +251,8 @@ class PageCheck:
         self._stylesheets: set[str] = set()
         self._live: list[tuple[str, str]] = []
         self._answers: dict[str, tuple[str, int | None]] = {}
+        self._page: Any = None
+        self._loaded: str | None = None
 
     async def run(self, browser: Any) -> PageResult:
         started = time.monotonic()
@@ -286,7 +288,7 @@ class PageCheck:
         await context.route("**/*", self._route)
         with contextlib.suppress(AttributeError):
             await context.route_web_socket("**/*", self._refuse_socket)
-        page = await context.new_page()
+        page = self._page = await context.new_page()
         cdp = await context.new_cdp_session(page)
         cdp.on("Network.requestWillBeSent", self._will_be_sent)
         await cdp.send("Network.enable")
@@ -344,6 +346,11 @@ class PageCheck:
     async def _route(self, route: Any) -> None:
         request = route.request
         url = request.url
+        if self._navigates_away(request):
+            self.note(f"the page navigated to {url}: not followed")
+            with contextlib.suppress(Exception):
+                await route.abort("aborted")
+            return
         if url.startswith(self.server.origin + "/"):
             self._pending += 1
             self._last_activity = time.monotonic()
@@ -354,6 +361,17 @@ class PageCheck:
             self._live.append((url, request.resource_type))
         with contextlib.suppress(Exception):
             await route.abort("blockedbyclient")
+
+    def _navigates_away(self, request: Any) -> bool:
+        """A script or a refresh taking the tab to another page: QA checks the page it was given."""
+        page = self._page
+        if page is None or not request.is_navigation_request() or request.frame != page.main_frame:
+            return False
+        target: str = urldefrag(request.url)[0]
+        if self._loaded is None:
+            self._loaded = target  # the page itself, as Chromium spells its URL
+            return False
+        return target != self._loaded
 
     def _done(self) -> None:
         self._pending = max(self._pending - 1, 0)
