@@ -5,7 +5,7 @@ its script, so a plain crawl (which reads HTML and CSS, not scripts) misses them
   ``image-set("set.png" 1x)``, a form the crawl's CSS reader does not take for a URL;
 * ``/app.js`` adds ``/fonts.css`` (an ``@font-face`` for ``/face.woff2``) and fetches
   ``/data.json``, whose text it writes into the page, and ``/gone.json``, which the site
-  answers 404;
+  answers 404, and sets an image's ``src`` to ``/toggle.png`` (as sphinx's togglers do);
 * ``/plain.html`` loads one image from its HTML: nothing of it is missed.
 
 With `live_port`, the home page's script also fetches from a server on that port, by
@@ -27,8 +27,8 @@ STYLE = (
     "body { background: #203040; color: #fff; margin: 0; min-height: 600px }"
     ' .pic { width: 64px; height: 64px; background-image: image-set("set.png" 1x) }'
 )
-HIDDEN = ("/fonts.css", "/set.png", "/data.json", "/gone.json", "/face.woff2")
-"""What a plain crawl misses: the first four are found by replaying the home page, the font
+HIDDEN = ("/fonts.css", "/set.png", "/data.json", "/gone.json", "/toggle.png", "/face.woff2")
+"""What a plain crawl misses: the first five are found by replaying the home page, the font
 once its stylesheet is there (``/gone.json`` is a 404)."""
 
 
@@ -41,7 +41,10 @@ def build_site(site: Site, live_port: int | None = None) -> None:
         " document.head.appendChild(link);"
         " fetch('data.json').then((r) => r.json()).then((d) => {"
         " document.getElementById('text').textContent = d.text; });"
-        " fetch('gone.json').catch(() => null);" + escape
+        " fetch('gone.json').catch(() => null);"
+        " document.addEventListener('DOMContentLoaded', () => {"
+        " const image = document.createElement('img'); document.body.appendChild(image);"
+        " image.src = 'toggle.png'; });" + escape
     )
     site.serve(
         {
@@ -64,6 +67,7 @@ def build_site(site: Site, live_port: int | None = None) -> None:
             "/data.json": Resource(json.dumps({"text": TEXT}), content_type="application/json"),
             "/set.png": Resource(PNG, content_type="image/png"),
             "/a.png": Resource(PNG, content_type="image/png"),
+            "/toggle.png": Resource(PNG, content_type="image/png"),
             "/face.woff2": Resource(b"wOF2 not really a font", content_type="font/woff2"),
         }
     )

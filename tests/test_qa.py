@@ -52,13 +52,14 @@ async def test_qa_names_what_css_and_scripts_load_and_sends_nothing_live(
         site.url("/data.json"): "script",
         site.url("/set.png"): "css",
         site.url("/gone.json"): "script",
+        site.url("/toggle.png"): "script",
     }
     assert [(request.url, request.by) for request in home.live] == [(live, "script")]
     assert other_site.hits == {}, "a request reached the live stand-in"
     assert site.url("/plain.html") not in pages, "a page with nothing missing was reported"
     assert (summary.checked, summary.complete) == (3, 2)
-    assert dict(summary.missing_by_kind) == {"script": 3, "css": 1}
-    assert dict(summary.missing_by_host) == {site.host: 4}
+    assert dict(summary.missing_by_kind) == {"script": 4, "css": 1}
+    assert dict(summary.missing_by_host) == {site.host: 5}
     # kept in the archive, one line per page, and told by `archiver status`
     lines = [
         json.loads(line) for line in (archive / "qa" / f"pages-{run:04d}.jsonl").read_text().splitlines()
@@ -67,9 +68,9 @@ async def test_qa_names_what_css_and_scripts_load_and_sends_nothing_live(
     assert plain["complete"] and [r["url"] for r in plain["requests"]] == [site.url("/a.png")]
     left = next(line for line in _results(archive, run) if line["url"] == site.url("/moving.html"))
     assert left["complete"] and "navigated to" in left["notes"][0], left  # checked, not followed
-    assert read_runs(archive)[-1].summary["missing_resources"] == 4
+    assert read_runs(archive)[-1].summary["missing_resources"] == 5
     label, words = next(iter(status_lines(archive) or []))
-    assert label == "last QA" and "3 pages checked, 2 complete, 4 resources missing" in words
+    assert label == "last QA" and "3 pages checked, 2 complete, 5 resources missing" in words
 
 
 async def test_qa_command_on_a_terminal_shows_progress_then_the_worst_pages(
@@ -81,7 +82,7 @@ async def test_qa_command_on_a_terminal_shows_progress_then_the_worst_pages(
     code, text = await asyncio.to_thread(run_on_terminal, ["qa", str(crawl.archive)], tmp_path, 60)
     assert code == 1, text
     assert re.search(r"QA\s.*[0-2]/2", text), "no progress bar on the terminal"
-    assert "QA run 1 of" in text and "2 pages checked, 1 complete, 4 resources missing" in text
+    assert "QA run 1 of" in text and "2 pages checked, 1 complete, 5 resources missing" in text
     assert f"missing (css asked): {site.url('/set.png')}" in text
     code, text = await asyncio.to_thread(
         run_on_terminal, ["qa", str(crawl.archive), "--pages", "plain", "--json"], tmp_path, 60

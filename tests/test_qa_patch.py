@@ -59,7 +59,7 @@ async def test_patch_fetches_each_missing_resource_once_and_qa_is_then_clean(
     assert code == 0, output
     result: dict[str, Any] = json.loads(output[output.index("{") :])
     assert dict(site.hits) == {path: 1 for path in HIDDEN}
-    assert result["patch"]["crawl"] == 2 and result["patch"]["resources"] == 4
+    assert result["patch"]["crawl"] == 2 and result["patch"]["resources"] == 5
     assert (result["pages_checked"], result["pages_complete"], result["missing_resources"]) == (1, 1, 0)
     assert result["archived_as_errors"] == 1  # /gone.json, kept as the 404 it was
     assert [run.mode for run in read_history(archive)] == ["crawl", "patch"]

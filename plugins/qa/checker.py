@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import html
 import logging
+import posixpath
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import unquote, urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from ..browser.render import CHROMIUM_ARGS, FULL_PAGE_MAX_HEIGHT, HEIGHT_SCRIPT, SCROLL_SCRIPT, VIEWPORT
 from ..web.library import Library
@@ -50,6 +52,7 @@ KEEP_SCREENSHOT_BELOW = 0.99
 QUIET_SECONDS = 0.5
 CLOSE_TIMEOUT = 10.0
 MAX_CONSOLE_ERRORS = 20
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 MAX_URLS_PER_PAGE = 10_000
 """A page asking for more distinct URLs (a script in a loop) has the rest counted, not checked."""
 VIOLATIONS_SCRIPT = """
@@ -253,6 +256,7 @@ class PageCheck:
         self._answers: dict[str, tuple[str, int | None]] = {}
         self._page: Any = None
         self._loaded: str | None = None
+        self._document: str | None = None
 
     async def run(self, browser: Any) -> PageResult:
         started = time.monotonic()
@@ -303,6 +307,8 @@ class PageCheck:
         )
         if response is None or response.status >= 400:
             self.note(f"not loaded: the replay answered {response.status if response else 'nothing'}")
+        else:
+            self._document = await self._document_text(response)
         settle_until = time.monotonic() + self.settings.idle_timeout
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state("load", timeout=idle_ms)
@@ -361,6 +367,29 @@ class PageCheck:
             self._live.append((url, request.resource_type))
         with contextlib.suppress(Exception):
             await route.abort("blockedbyclient")
+
+    async def _document_text(self, response: Any) -> str | None:
+        """The page as the replay served it, to tell the URLs its HTML names from those computed."""
+        with contextlib.suppress(Exception):
+            await response.finished()
+            body = await response.body()
+            if len(body) <= MAX_DOCUMENT_BYTES:
+                return html.unescape(body.decode("utf-8", "replace"))
+        return None
+
+    def _in_document(self, url: str) -> bool:
+        """Whether the served HTML names `url`: Chromium calls a request "parser"-made when a
+        script set an element's ``src`` (sphinx's toggler images), so a URL the HTML does not
+        name was a script's."""
+        if self._document is None:
+            return True
+        path = url[len(self.server.origin) :] if url.startswith(self.server.origin) else url
+        forms = {path, unquote(path)}
+        if self._loaded is not None:  # the mirror's links are relative to the page's file
+            folder = posixpath.dirname(urlsplit(self._loaded).path)
+            relative = posixpath.relpath(urlsplit(url).path, folder)
+            forms |= {relative, unquote(relative)}
+        return any(form in self._document for form in forms)
 
     def _navigates_away(self, request: Any) -> bool:
         """A script or a refresh taking the tab to another page: QA checks the page it was given."""
@@ -444,7 +473,7 @@ class PageCheck:
                     continue
                 archived_url = urljoin(self.capture.url, path)
             by = self._initiators.get(url, "other")
-            if resource_type in SCRIPT_ONLY:
+            if resource_type in SCRIPT_ONLY or (by == "html" and not self._in_document(url)):
                 by = "script"
             held, status = await asyncio.to_thread(
                 self.server.holds, archived_url, self.capture.timestamp, status
