@@ -1,6 +1,6 @@
 """The archive's crawl history (`crawls.jsonl`): which crawls ran into it, and when.
 
-An archive is crawled more than once (`--recrawl`, `--update`), and "what changed" only has a
+An archive is crawled more than once (`--recrawl`, `--update`, `qa --patch`), and "what changed" only has a
 meaning between two numbered crawls. The WARC files say when each capture was made, not which
 crawl made it; this file gives the crawls' numbers and time spans, so a capture belongs to the
 crawl whose span holds its date.
@@ -28,7 +28,8 @@ REPORT_NAME = "report.json"
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 """A history is a few lines per crawl; anything larger is not one of ours."""
 
-Mode = Literal["crawl", "recrawl", "update"]
+Mode = Literal["crawl", "recrawl", "update", "patch"]
+"""``patch``: a crawl of only the resources ``archiver qa --patch`` found missing (the qa plugin)."""
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 

@@ -26,6 +26,7 @@ from archiver.errors import ArchiveError
 
 from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
+from .qa_view import qa_page, qa_shot
 from .render import (
     CORS_ORIGINS,
     ENVIRONMENT,
@@ -185,6 +186,8 @@ def make_app(
     app.router.add_get("/diff", diff_page)
     app.router.add_get("/changes", changes_page)
     app.router.add_get("/status", status_page)
+    app.router.add_get("/qa", qa_page)
+    app.router.add_get("/qa/shot", qa_shot)
     app.router.add_get("/replay/{tail:.*}", replay)
     app.router.add_route("OPTIONS", "/replay/{tail:.*}", replay_preflight)
     app.router.add_get("/missing/{tail:.*}", missing_page)

@@ -1,0 +1,33 @@
+"""Bundled plugin qa: ``archiver qa ARCHIVE`` replays archived pages in headless Chromium and
+reports, page by page, what the replay lacks (docs/qa.md).
+
+Needs what the browser capture needs (Playwright and Debian's ``chromium``) and replays
+through the web plugin's replay application, in this process.  Its results live in
+``ARCHIVE/qa/``; ``archiver status`` says when QA last ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archiver.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import click
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from .commands import add_commands
+
+    add_commands(cli)
+
+
+@hookimpl
+def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
+    from .results import status_lines
+
+    return status_lines(Path(archive))

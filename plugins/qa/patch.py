@@ -1,0 +1,156 @@
+"""``archiver qa --patch``: fetch what QA found missing, as a numbered crawl of mode ``patch``.
+
+The missing URLs become the roots of a crawl into the archive itself, at depth 0 (nothing
+they link to as a page is followed; what a fetched stylesheet needs is, as a requisite),
+with the archive's own settings: politeness, robots.txt, the address guard, the WARC files
+and the crawl log are those of any crawl.  The crawl's frontier is kept in ``state.sqlite``
+(as for ``--update``, the finished crawl's state is replaced), so a patch killed at any
+point resumes where it stopped, and what it stored is never fetched again.
+
+The archive's ``crawl.toml`` holds its own crawl's settings (``--resume`` and ``--update``
+read them); a crawl saves its settings there, so the archive's are kept in
+``qa/crawl.toml`` while a patch runs and put back when it ends (or when the next
+``qa --patch`` finds a patch killed).  Each URL given to a patch is written to
+``qa/patched.jsonl`` before the crawl starts and is never given to a patch again: one that
+is gone (404) is archived as such, and one that failed stays out of later patches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from archiver.archive import CONFIG_NAME, dump_toml
+from archiver.errors import ArchiveLockedError, UsageError
+from archiver.history import read_history
+from archiver.state import STATE_NAME
+from archiver.status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
+
+from .results import latest_results, qa_folder
+
+SAVED_CONFIG = "crawl.toml"
+"""The archive's own ``crawl.toml``, kept under ``qa/`` while a patch runs."""
+PATCH_CONFIG = "patch.toml"
+"""The settings of the patch under way (its roots: the missing URLs), for its resume."""
+PATCHED = "patched.jsonl"
+
+
+@dataclass(frozen=True)
+class PatchPlan:
+    """What `archiver qa --patch` does before checking: resume a patch, or start one."""
+
+    resume: bool
+
+
+def plan_patch(archive: Path) -> PatchPlan:
+    """Whether a killed or interrupted patch is to be resumed; an error when no patch may run."""
+    restore_config(archive)
+    status = archive_status(archive)
+    if status.state == RUNNING:
+        who = status.holder.describe() if status.holder else "another process"
+        raise ArchiveLockedError(f"{archive} is being written by {who}; wait for it or stop it first")
+    if not (archive / CONFIG_NAME).is_file():
+        raise UsageError(f"{archive} has no {CONFIG_NAME}: a patch crawls with the settings of its crawl")
+    runs = read_history(archive)
+    interrupted = bool(runs) and runs[-1].mode == "patch" and not runs[-1].complete
+    if status.state == RESUMABLE and interrupted and (qa_folder(archive) / PATCH_CONFIG).is_file():
+        return PatchPlan(resume=True)
+    if status.state == RESUMABLE:
+        raise UsageError(
+            f"{archive} holds an interrupted crawl: finish it first (archiver crawl --resume {archive})"
+        )
+    if status.state not in (COMPLETE, NOT_RESUMABLE, NEW):
+        raise UsageError(f"{archive}: no patch while its crawl is {status.state}")
+    return PatchPlan(resume=False)
+
+
+def already_patched(archive: Path) -> set[str]:
+    """Every URL an earlier patch was given (fetched, gone or failed)."""
+    try:
+        lines = (qa_folder(archive) / PATCHED).read_bytes().splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("url"), str):
+            found.add(data["url"])
+    return found
+
+
+def record_patched(archive: Path, urls: Iterable[str]) -> None:
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    lines = "".join(json.dumps({"url": url, "at": at}, ensure_ascii=False) + "\n" for url in urls)
+    with (qa_folder(archive) / PATCHED).open("a", encoding="utf-8") as file:
+        file.write(lines)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def patch_config(archive: Path, urls: list[str], resume: bool) -> Any:
+    """The configuration of the patch: saved in ``qa/patch.toml`` for a resume, read back from it."""
+    from archiver.config import load_config
+
+    saved = qa_folder(archive) / PATCH_CONFIG
+    if resume:
+        return load_config(saved, {"output": str(archive)})
+    overrides = {"roots": tuple(urls), "max_depth": 0, "frontier": "sqlite", "output": str(archive)}
+    config = load_config(archive / CONFIG_NAME, overrides)
+    temporary = saved.with_suffix(".tmp")
+    temporary.write_text(dump_toml(config.to_toml_dict()), encoding="utf-8")
+    os.replace(temporary, saved)
+    return config
+
+
+def keep_config(archive: Path) -> None:
+    """Put the archive's ``crawl.toml`` aside before a patch crawl writes its own there."""
+    kept = qa_folder(archive) / SAVED_CONFIG
+    if not kept.exists():
+        temporary = kept.with_suffix(".tmp")
+        shutil.copyfile(archive / CONFIG_NAME, temporary)
+        os.replace(temporary, kept)
+
+
+def restore_config(archive: Path) -> None:
+    """Put the archive's own ``crawl.toml`` back (after a patch, or one that was killed)."""
+    kept = qa_folder(archive) / SAVED_CONFIG
+    if kept.is_file():
+        os.replace(kept, archive / CONFIG_NAME)
+
+
+def start_fresh(archive: Path) -> None:
+    """Drop the finished crawl's frontier, as ``--update`` does: the patch keeps its own there."""
+    for suffix in ("", "-wal", "-shm"):
+        (archive / (STATE_NAME + suffix)).unlink(missing_ok=True)
+
+
+def finished(archive: Path, complete: bool) -> None:
+    restore_config(archive)
+    if complete:
+        (qa_folder(archive) / PATCH_CONFIG).unlink(missing_ok=True)
+
+
+def pages_lacking(archive: Path, urls: Iterable[str]) -> set[str]:
+    """The pages whose newest QA result named one of `urls` as missing: those to check again."""
+    wanted = set(urls)
+    return {
+        page.url
+        for page in latest_results(archive).values()
+        if any(request.url in wanted for request in page.missing)
+    }
+
+
+def interrupted_words(archive: Path) -> str | None:
+    """For `archiver status`: a patch that was killed leaves the archive's settings aside."""
+    if (qa_folder(archive) / SAVED_CONFIG).is_file() or (qa_folder(archive) / PATCH_CONFIG).is_file():
+        return f"interrupted; run `archiver qa --patch {archive}` to finish it"
+    return None
