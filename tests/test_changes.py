@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from archiver_plugins.warc.changes import parse_since
-from changing_site import SECOND, add_not_modified_crawl, crawl, crawl_twice, next_second, serve
+from changing_site import FIRST, SECOND, add_not_modified_crawl, crawl, crawl_twice, next_second, serve
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.cli import main
@@ -239,3 +239,26 @@ async def test_hostile_urls_are_escaped_in_text_and_exact_in_json(
     assert "/\\u202etxt.exe\\x1b[2J" in out
     report = changes_json(capsys, archive)
     assert hostile in {item["url"] for item in report["urls"]["added"]}
+
+
+async def test_a_url_whose_fetch_failed_is_unreached_not_removed(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aiohttp import web
+
+    archive = tmp_path / "a"
+    serve(site, FIRST)
+    await crawl(site, archive)
+    await next_second()
+
+    async def reset(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()  # no answer at all: the fetch fails after its tries
+        raise web.HTTPInternalServerError
+
+    serve(site, FIRST)
+    site.handler("/edited", reset)
+    await crawl(site, archive, "--update", "--max-tries", "1")
+    report = by_kind(changes_json(capsys, archive), site.url(""))
+    assert "/edited" not in report["removed"], report
+    assert report["unreached"] == {"/edited": "the fetch failed in this crawl"}

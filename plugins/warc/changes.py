@@ -20,12 +20,13 @@ import itertools
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from archiver.crawllog import LOG_NAME
 from archiver.errors import UsageError
 from archiver.history import CrawlRun, read_history
 
@@ -129,15 +130,20 @@ def _capture_from_json(url: str, fields: dict[str, Any] | None) -> Capture | Non
     )
 
 
-def judge(older: Capture | None, newer: Capture | None, newer_complete: bool) -> Change | None:
+def judge(
+    older: Capture | None, newer: Capture | None, newer_complete: bool, failed: Container[str] = ()
+) -> Change | None:
     """The verdict on one URL from its newest capture on each side; None when there is none.
 
     A URL that was already gone (404/410) and still is, or was never there, is no change.
+    One whose fetch failed in the newer crawl (`failed`) is not known to be gone.
     """
     old_here = older is not None and older.status not in GONE
     if newer is None:
         if older is None or not old_here:
             return None
+        if older.url in failed:
+            return Change("unreached", older.url, "the fetch failed in this crawl", older, None)
         if newer_complete:
             return Change("removed", older.url, "not reached", older, None)
         return Change("unreached", older.url, "not reached (crawl unfinished)", older, None)
@@ -158,6 +164,29 @@ def judge(older: Capture | None, newer: Capture | None, newer_complete: bool) ->
 
 
 # -- reading the captures ----------------------------------------------------------------
+
+
+def failed_urls(log: Path) -> set[str]:
+    """URLs whose last record in the crawl log is a failure (no answer after every try)."""
+    failed: set[str] = set()
+    try:
+        handle = log.open("rb")
+    except FileNotFoundError:
+        return failed
+    with handle:
+        for line in handle:
+            if b'"url"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+                url, outcome = record["url"], record.get("outcome", "fetched")
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a killed crawl
+            if outcome == "failed":
+                failed.add(url)
+            elif outcome in ("fetched", "not_modified"):
+                failed.discard(url)
+    return failed
 
 
 def _cdxj_stream(path: Path) -> Iterator[tuple[str, str, Capture]]:
@@ -278,6 +307,8 @@ class Comparison:
             self._spools[kind] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
         if self.older is None:
             return self
+        # the crawl log says which fetches failed last; only the latest crawl's are its own
+        failed = failed_urls(self.archive / LOG_NAME) if self.newer.end is None else set()
         for captures in url_histories(warc_folder(self.archive)):
             older = newer = None
             for capture in captures:
@@ -285,7 +316,7 @@ class Comparison:
                     newer = capture
                 elif self.older.holds(capture.timestamp):
                     older = capture
-            change = judge(older, newer, self.newer_complete)
+            change = judge(older, newer, self.newer_complete, failed)
             if change is None:
                 continue
             self.counts[change.kind] += 1
