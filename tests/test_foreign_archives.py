@@ -261,3 +261,25 @@ async def test_a_wacz_entry_is_imported_only_under_a_plain_name(tmp_path: Path) 
     assert await cli("reindex", "--warc", str(source), "-o", str(archive)) == 0
     held = sorted(p.name for p in (archive / "warc").iterdir() if p.name.endswith(".warc.gz"))
     assert held == ["odd-data.warc.gz"]
+
+
+async def test_a_wacz_page_list_titles_its_pages_in_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pages.jsonl holds the title the capturing browser showed: search shows it, as ReplayWeb.page."""
+    import json
+
+    source, retitled = tmp_path / "browsertrix.wacz", tmp_path / "shelf.wacz"
+    SAMPLES[-1].write(source)
+    with zipfile.ZipFile(source) as packed, zipfile.ZipFile(retitled, "w") as out:
+        for entry in packed.infolist():
+            data = packed.read(entry)
+            if entry.filename == "pages/pages.jsonl":
+                data = data.replace(b'"title": "Packed"', b'"title": "Seabird ledger"')
+            out.writestr(entry, data)
+    archive = tmp_path / "archive"
+    assert await cli("reindex", "--warc", str(retitled), "-o", str(archive)) == 0
+    capsys.readouterr()
+    assert await cli("search", "--json", str(archive), "ledger") == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert [(hit["url"], hit["title"]) for hit in hits] == [("https://wacz.test/", "Seabird ledger")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import shutil
 import time
@@ -218,7 +219,43 @@ def _capture(
         content = found
     if not url or not content:
         return None
-    return Capture(url, when, status, media, sniff_encoding(content, charset), content)
+    title = page_titles(path).get(url, "")
+    return Capture(url, when, status, media, sniff_encoding(content, charset), content, title)
+
+
+PAGES_SUFFIX = ".pages.jsonl"
+MAX_PAGE_TITLES = 1_000_000
+
+
+@functools.lru_cache(maxsize=8)
+def page_titles(path: Path) -> dict[str, str]:
+    """URL -> title from the pages.jsonl of the WACZ file `path` was unpacked from (`reindex
+    --warc X.wacz` keeps it as X.pages.jsonl beside the X-NAME.warc.gz files); empty for others."""
+    try:
+        pages = [
+            p
+            for p in path.parent.glob("*" + PAGES_SUFFIX)
+            if path.name.startswith(p.name[: -len(PAGES_SUFFIX)] + "-")
+        ]
+    except OSError:
+        return {}
+    titles: dict[str, str] = {}
+    for listed in pages:
+        with contextlib.suppress(OSError), listed.open("rb") as handle:
+            for line in handle:
+                try:
+                    page = json.loads(line)
+                except ValueError:
+                    continue  # the header line names the format; a torn line is skipped
+                if (
+                    isinstance(page, dict)
+                    and isinstance(page.get("url"), str)
+                    and isinstance(page.get("title"), str)
+                ):
+                    titles[page["url"]] = page["title"][:1000]
+                    if len(titles) >= MAX_PAGE_TITLES:
+                        return titles
+    return titles
 
 
 def reindex(

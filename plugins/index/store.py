@@ -58,6 +58,9 @@ class Capture:
     content_type: str
     encoding: str | None
     content: bytes
+    title: str = ""
+    """The title its source gave (a WACZ's pages.jsonl: the page as its browser showed it),
+    which goes before the one the HTML holds."""
 
 
 def index_root(archive: Path) -> Path:
@@ -225,11 +228,11 @@ def make_document(capture: Capture, max_chars: int = DEFAULT_MAX_CHARS) -> dict[
     return {
         "url": capture.url,
         "urlwords": capture.url,
-        "title": found.title,
+        "title": capture.title or found.title,
         "headings": found.headings,
         "description": found.description,
         "text": found.text,
-        "spelling": f"{found.title} {found.headings} {found.description}",
+        "spelling": f"{capture.title or found.title} {found.headings} {found.description}",
         "site": site_terms(host) if host else "",
         "host": host,
         "content_type": capture.content_type,
