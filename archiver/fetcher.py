@@ -28,7 +28,7 @@ from yarl import URL
 
 from .config import Config
 from .decode import Decoded, choose_encoding, decode_content, is_textual
-from .errors import FetchError
+from .errors import FetchError, exhausted
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
@@ -394,6 +394,8 @@ async def _fetch_once(
                 request_headers = tuple((k, v) for k, v in sent if k.lower() != "proxy-authorization")
                 location = response.headers.get("Location") if 300 <= status < 400 else None
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+        if exhausted(exc) is not None:
+            raise  # no socket to be had: every URL would fail alike, so the crawl stops (resumable)
         raise FetchError(item.url, _describe(exc), kind=_failure_kind(exc)) from exc
     elapsed = time.monotonic() - started
     if not any(k.lower() == "host" for k, _ in request_headers):
