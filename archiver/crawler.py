@@ -73,6 +73,8 @@ class Crawler:
         self.log = CrawlLog(archive)
         self.crawl = Crawl(config=config, archive=archive, roots=tuple(config.roots))
         self.crawl.crawl_log = self.log
+        self.scheduled = False
+        """The frontier hands out only URLs of ready hosts (`Frontier.use_limiter`)."""
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -107,6 +109,8 @@ class Crawler:
 
     async def run(self) -> Crawl:
         crawl = self.crawl
+        use_limiter = getattr(self.frontier, "use_limiter", None)
+        self.scheduled = bool(use_limiter(self.limiter)) if use_limiter is not None else False
         await self.frontier.open()
         self.log.open()
         counts = await self.frontier.counts()

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from .model import Counts, LinkKind
+from .politeness import HostLimiter
+from .schedule import HostSchedule
+from .urls import site_of
 
-__all__ = ["Counts", "Frontier", "Item", "MemoryFrontier", "Recovered"]
+__all__ = ["Counts", "Frontier", "HostQueues", "Item", "MemoryFrontier", "Recovered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,13 @@ class Frontier(Protocol):
         mid-fetch), queued again; resume looks for their responses in the archive."""
         return ()
 
+    def use_limiter(self, limiter: HostLimiter) -> bool:
+        """Hand out only URLs whose host `limiter` says is ready; True if this frontier does.
+
+        A frontier that answers False leaves the crawler to wait in `HostLimiter.slot`.
+        """
+        return False
+
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
 
@@ -79,16 +91,58 @@ class Frontier(Protocol):
         return 0
 
 
+class HostQueues:
+    """A queue per host, breadth-first, page requisites first: the memory frontier's queue."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, tuple[collections.deque[Item], collections.deque[Item]]] = {}
+        self.size = 0
+
+    def has(self, host: str) -> bool:
+        return host in self._queues
+
+    def push(self, host: str, item: Item, *, first: bool = False) -> None:
+        queues = self._queues.get(host)
+        if queues is None:
+            queues = self._queues[host] = (collections.deque(), collections.deque())
+        queue = queues[0] if item.kind is not LinkKind.PAGE else queues[1]
+        if first:
+            queue.appendleft(item)
+        else:
+            queue.append(item)
+        self.size += 1
+
+    def pop(self, host: str) -> Item:
+        requisites, pages = self._queues[host]
+        item = requisites.popleft() if requisites else pages.popleft()
+        if not requisites and not pages:
+            del self._queues[host]  # an idle host is forgotten
+        self.size -= 1
+        return item
+
+
 class MemoryFrontier(Frontier):
-    """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
+    """A frontier in memory: for tests, tiny crawls and `--frontier memory`.
+
+    Hands out URLs by the schedule of hosts (`schedule.HostSchedule`), like the SQLite
+    and Redis frontiers.
+    """
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
-        self._queue: collections.deque[Item] = collections.deque()
+        self._queues = HostQueues()
+        self._taken: dict[int, str] = {}
+        """id() of each item handed out -> its host, until `done`."""
         self._in_flight = 0
         self._done = 0
         self._failed = 0
-        self._changed = asyncio.Condition()
+        self._wake = asyncio.Event()
+        self.schedule = HostSchedule(self._queues.has)
+        self.schedule.on_ready = self._wake.set
+
+    def use_limiter(self, limiter: HostLimiter) -> bool:
+        self.schedule.attach(limiter)
+        return True
 
     async def open(self) -> None:
         return None
@@ -102,38 +156,69 @@ class MemoryFrontier(Frontier):
             new = key not in self._seen
             if new:
                 self._seen.add(key)
-                self._queue.append(item)
+                host = site_of(item.url)
+                self._queues.push(host, item)
+                self.schedule.offer(host)
             added.append(new)
         if any(added):
-            async with self._changed:
-                self._changed.notify_all()
+            self._wake.set()
         return added
 
     async def get(self) -> Item | None:
-        async with self._changed:
-            while not self._queue:
-                if self._in_flight == 0:
-                    self._changed.notify_all()
-                    return None
-                await self._changed.wait()
-            self._in_flight += 1
-            return self._queue.popleft()
+        while True:
+            host = self.schedule.take(time.monotonic())
+            if host is not None:
+                item = self._queues.pop(host)
+                self._hand_out(host, item)
+                return item
+            if not self._queues.size and self._in_flight == 0:
+                self._wake.set()
+                return None
+            await wait_for_schedule(self._wake, self.schedule)
+
+    def _hand_out(self, host: str, item: Item) -> None:
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.taken(host)
+        if self._queues.has(host):
+            self.schedule.offer(host)
+        self._taken[id(item)] = host
+        self._in_flight += 1
 
     async def done(self, item: Item, *, failed: bool = False) -> None:
-        async with self._changed:
-            self._in_flight -= 1
-            if failed:
-                self._failed += 1
-            else:
-                self._done += 1
-            self._changed.notify_all()
+        host = self._taken.pop(id(item))
+        self._in_flight -= 1
+        if failed:
+            self._failed += 1
+        else:
+            self._done += 1
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.released(host)
+        self.schedule.reschedule(host)
+        self._wake.set()
 
     async def counts(self) -> Counts:
         return Counts(
-            queued=len(self._queue),
+            queued=self._queues.size,
             in_flight=self._in_flight,
             done=self._done,
             failed=self._failed,
             seen=len(self._seen),
             fetching=self._in_flight,
         )
+
+
+async def wait_for_schedule(wake: asyncio.Event, schedule: HostSchedule) -> None:
+    """Sleep until `wake` is set or the first scheduled host becomes ready."""
+    wake.clear()
+    first = schedule.next_time()
+    if first is None:
+        await wake.wait()
+        return
+    delay = first - time.monotonic()
+    if delay <= 0:
+        return
+    if schedule.limiter is not None and (host := schedule.first_host()) is not None:
+        schedule.limiter.note_gap_wait(host)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(delay):
+            await wake.wait()

@@ -1,16 +1,24 @@
 """Per-host manners: how many requests at once, how far apart, and when to back off.
 
-One `HostLimiter` per crawl; a worker holds a host's slot for the whole exchange.  The gap
-between two requests to a host is, in order of precedence: the user's `delay`, else the
-host's robots.txt `Crawl-delay`, else `DEFAULT_DELAY`; the adaptive throttle may only
-lengthen it, and a `Retry-After` or an unavailable robots.txt pauses the host outright.
+One `HostLimiter` per crawl.  The gap between two requests to a host is, in order of
+precedence: the user's `delay`, else the host's robots.txt `Crawl-delay`, else
+`DEFAULT_DELAY`; the adaptive throttle may only lengthen it, and a `Retry-After` or an
+unavailable robots.txt pauses the host outright.
+
+The limiter serves two parties.  A scheduling frontier (memory, SQLite) asks `ready_at`
+when a host may next be handed out and tells `taken`/`released` as its URLs come and go,
+so a worker is only given a URL whose host is ready; whenever a host's ready time moves
+(a pause, a new gap, a request started) the frontier hears of it through `on_change`.
+`slot`, around every request, is the guarantee the server sees whatever the frontier:
+at most `concurrency` at once and starts at least a gap apart (robots.txt fetches and
+retries included); with a scheduling frontier it rarely has to wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -28,12 +36,19 @@ RETRY_STATUSES = frozenset({429, 503})
 
 
 class _HostState:
-    __slots__ = ("delay", "latency", "next_start", "pause_until", "slots")
+    __slots__ = ("active", "delay", "fetching", "latency", "next_start", "pause_until", "reserved", "slots")
 
     def __init__(self, concurrency: int) -> None:
         self.slots = asyncio.Semaphore(concurrency)
         self.next_start = 0.0
+        """The earliest start of the next request: the last one's start plus the gap."""
+        self.reserved = 0.0
+        """The same for the last URL handed out, whose request has not started yet."""
         self.pause_until = 0.0
+        self.active = 0
+        """URLs of the host handed out by the frontier and not done."""
+        self.fetching = 0
+        """Requests holding a slot now."""
         self.delay: float | None = None
         self.latency: float | None = None
 
@@ -48,6 +63,8 @@ class HostLimiter:
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
+        self.on_change: Callable[[str], None] | None = None
+        """Called with a host whose ready time may have moved (set by a scheduling frontier)."""
         self._waited: tuple[float, str] | None = None
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
 
@@ -56,7 +73,7 @@ class HostLimiter:
         if self._waited is None or time.monotonic() - self._waited[0] > within:
             return None
         site = self._waited[1]
-        return site, *self._gap(self._hosts[site])
+        return site, *self._gap(self._site_state(site))
 
     def _gap(self, state: _HostState) -> tuple[float, str]:
         """The gap kept between two requests to a host, and where it comes from."""
@@ -70,23 +87,97 @@ class HostLimiter:
         return (throttled, "adaptive throttle") if throttled > base else (base, source)
 
     def _state(self, url: str) -> _HostState:
-        site = site_of(url)
+        return self._site_state(site_of(url))
+
+    def _site_state(self, site: str) -> _HostState:
         state = self._hosts.get(site)
         if state is None:
             state = self._hosts[site] = _HostState(self.concurrency)
         return state
 
+    def _changed(self, site: str) -> None:
+        if self.on_change is not None:
+            self.on_change(site)
+
     def pause(self, url: str, seconds: float) -> None:
         """Hold every request to this host for `seconds` (Retry-After, robots.txt 5xx)."""
-        state = self._state(url)
+        self.pause_host(site_of(url), seconds)
+
+    def pause_host(self, site: str, seconds: float) -> None:
+        """`pause` by host name; a shorter pause than the one running changes nothing."""
+        state = self._site_state(site)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
+        self._changed(site)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
         """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
         if self.user_delay is not None:
             return False
-        self._state(url).delay = max(seconds, 0.0)
+        site = site_of(url)
+        self._site_state(site).delay = max(seconds, 0.0)
+        self._changed(site)
         return True
+
+    def set_delay(self, seconds: float | None) -> None:
+        """The gap for every host from now on (None: back to Crawl-delay or the default)."""
+        self.user_delay = seconds
+        self.delay = seconds if seconds is not None else DEFAULT_DELAY
+        self.max_delay = max(self.max_delay, self.delay)
+        for site in list(self._hosts):
+            self._changed(site)
+
+    def set_concurrency(self, concurrency: int) -> None:
+        """Requests at once per host from now on (hosts met later get the new ceiling in `slot`)."""
+        self.concurrency = max(concurrency, 1)
+        for site in list(self._hosts):
+            self._changed(site)
+
+    # -- the schedule's view -------------------------------------------------------------
+
+    def ready_at(self, site: str) -> float | None:
+        """When a URL of `site` may next be handed out (monotonic time); None while its slots are full."""
+        state = self._hosts.get(site)
+        if state is None:
+            return 0.0
+        if state.active >= self.concurrency:
+            return None
+        return max(state.next_start, state.reserved, state.pause_until)
+
+    def taken(self, site: str) -> None:
+        """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
+        state = self._site_state(site)
+        state.active += 1
+        state.reserved = max(state.reserved, time.monotonic() + self._gap(state)[0])
+
+    def released(self, site: str) -> None:
+        """A URL of `site` handed out earlier is done; a host with nothing left is forgotten."""
+        state = self._hosts.get(site)
+        if state is None:
+            return
+        state.active = max(state.active - 1, 0)
+        now = time.monotonic()
+        if (
+            state.active == 0
+            and state.fetching == 0
+            and state.delay is None
+            and state.latency is None
+            and max(state.next_start, state.reserved, state.pause_until) <= now
+            and (self._waited is None or self._waited[1] != site)
+        ):
+            del self._hosts[site]
+
+    def host_states(self) -> tuple[int, int, int]:
+        """(hosts with a request in flight, hosts waiting for their gap, hosts paused) now."""
+        now = time.monotonic()
+        active = waiting = paused = 0
+        for state in self._hosts.values():
+            if state.pause_until > now:
+                paused += 1
+            elif state.active:
+                active += 1
+            elif max(state.next_start, state.reserved) > now:
+                waiting += 1
+        return active, waiting, paused
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""
@@ -111,19 +202,30 @@ class HostLimiter:
 
     @asynccontextmanager
     async def slot(self, url: str, delay: float | None = None) -> AsyncIterator[None]:
-        state = self._state(url)
+        """Held around one request: waits for a free slot, the gap and any pause."""
+        site = site_of(url)
+        state = self._site_state(site)
         async with state.slots:
-            gap = self.host_delay(url) if delay is None else delay
             while True:
+                gap = self.host_delay(url) if delay is None else delay
                 now = time.monotonic()
                 start = max(now, state.next_start, state.pause_until)
                 if start <= now:
                     break
                 if state.next_start > now >= state.pause_until:
-                    self._waited = (now, site_of(url))
+                    self._waited = (now, site)
                 await asyncio.sleep(start - now)
             state.next_start = time.monotonic() + gap
-            yield
+            self._changed(site)
+            state.fetching += 1
+            try:
+                yield
+            finally:
+                state.fetching -= 1
+
+    def note_gap_wait(self, site: str) -> None:
+        """The frontier held a ready worker back for this host's gap: politeness bounds the pace."""
+        self._waited = (time.monotonic(), site)
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
