@@ -36,14 +36,15 @@ RETRY_STATUSES = frozenset({429, 503})
 
 
 class _HostState:
-    __slots__ = ("active", "delay", "fetching", "latency", "next_start", "pause_until", "reserved", "slots")
+    __slots__ = ("active", "delay", "fetching", "handed_out", "last_start", "latency", "pause_until", "slots")
 
     def __init__(self, concurrency: int) -> None:
         self.slots = asyncio.Semaphore(concurrency)
-        self.next_start = 0.0
-        """The earliest start of the next request: the last one's start plus the gap."""
-        self.reserved = 0.0
-        """The same for the last URL handed out, whose request has not started yet."""
+        self.last_start = -1e9
+        """When the last request started; the next starts a gap later (the gap of now, so a
+        Crawl-delay learnt from robots.txt counts from the robots.txt request)."""
+        self.handed_out = -1e9
+        """When the frontier last handed out a URL of the host, whose request may not have started."""
         self.pause_until = 0.0
         self.active = 0
         """URLs of the host handed out by the frontier and not done."""
@@ -141,13 +142,13 @@ class HostLimiter:
             return 0.0
         if state.active >= self.concurrency:
             return None
-        return max(state.next_start, state.reserved, state.pause_until)
+        return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)
 
     def taken(self, site: str) -> None:
         """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
         state = self._site_state(site)
         state.active += 1
-        state.reserved = max(state.reserved, time.monotonic() + self._gap(state)[0])
+        state.handed_out = time.monotonic()
 
     def released(self, site: str) -> None:
         """A URL of `site` handed out earlier is done; a host with nothing left is forgotten."""
@@ -161,7 +162,7 @@ class HostLimiter:
             and state.fetching == 0
             and state.delay is None
             and state.latency is None
-            and max(state.next_start, state.reserved, state.pause_until) <= now
+            and max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until) <= now
             and (self._waited is None or self._waited[1] != site)
         ):
             del self._hosts[site]
@@ -175,7 +176,7 @@ class HostLimiter:
                 paused += 1
             elif state.active:
                 active += 1
-            elif max(state.next_start, state.reserved) > now:
+            elif max(state.last_start, state.handed_out) + self._gap(state)[0] > now:
                 waiting += 1
         return active, waiting, paused
 
@@ -207,15 +208,16 @@ class HostLimiter:
         state = self._site_state(site)
         async with state.slots:
             while True:
-                gap = self.host_delay(url) if delay is None else delay
+                gap = self._gap(state)[0] if delay is None else delay
                 now = time.monotonic()
-                start = max(now, state.next_start, state.pause_until)
+                next_start = state.last_start + gap
+                start = max(now, next_start, state.pause_until)
                 if start <= now:
                     break
-                if state.next_start > now >= state.pause_until:
+                if next_start > now >= state.pause_until:
                     self._waited = (now, site)
                 await asyncio.sleep(start - now)
-            state.next_start = time.monotonic() + gap
+            state.last_start = time.monotonic()
             self._changed(site)
             state.fetching += 1
             try:

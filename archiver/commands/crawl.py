@@ -35,6 +35,12 @@ log = logging.getLogger("archiver")
     type=click.Path(path_type=Path),
     help="TOML config file (see config.example.toml).",
 )
+@click.option(
+    "-i",
+    "--roots-file",
+    metavar="FILE",
+    help="Read root URLs from FILE, one a line ('-': standard input; '#' starts a comment).",
+)
 @click.option("--max-tasks", type=int, help="Concurrent workers (default 10).")
 @click.option("--max-redirect", type=int, help="Redirects followed per chain (default 10).")
 @click.option("--max-tries", type=int, help="Attempts per URL on network errors (default 4).")
@@ -119,6 +125,9 @@ def crawl_command(
             raise click.UsageError("give --update ARCHIVE or --resume ARCHIVE, not both")
         resume_archive = update
     dry: bool = options.pop("dry_run")
+    roots_file: str | None = options.pop("roots_file")
+    if roots_file is not None:
+        urls = (*urls, *read_roots_file(roots_file))
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
         overrides["roots"] = tuple(urls)
@@ -132,7 +141,7 @@ def crawl_command(
     if resume_archive is not None:
         from ..resume import resumed_config
 
-        if urls or config_file or (output and Path(output) != Path(resume_archive)):
+        if urls or roots_file or config_file or (output and Path(output) != Path(resume_archive)):
             raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
         config = resumed_config(Path(resume_archive), overrides)
     else:
@@ -172,3 +181,35 @@ def crawl_command(
 
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)
+
+
+def read_roots_file(name: str) -> list[str]:
+    """Root URLs of a file (or standard input for '-'), one a line, as wget's `-i` reads them.
+
+    Blank lines and lines starting with '#' are skipped; any other line must be an http(s)
+    URL, or the crawl does not start (the error names the line).
+    """
+    from ..urls import clean_url
+
+    try:
+        if name == "-":
+            text = click.get_text_stream("stdin").read()
+        else:
+            text = Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise click.BadParameter(f"cannot read {name}: {reason}", param_hint="--roots-file") from None
+    roots: list[str] = []
+    where = "standard input" if name == "-" else name
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if clean_url(line) is None:
+            raise click.BadParameter(
+                f"{line!r} is not an http(s) URL ({where}, line {number})", param_hint="--roots-file"
+            )
+        roots.append(line)
+    if not roots:
+        raise click.BadParameter(f"{where} holds no URL", param_hint="--roots-file")
+    return roots

@@ -1,0 +1,209 @@
+"""The schedule of hosts: many hosts crawled at once, each at the pace its politeness allows.
+
+Judged by the servers: each host records when every request arrived and how many it had in
+flight at once, and the tests compare that with the gap and the concurrency it was owed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from many_hosts import ManyHosts, many_hosts
+
+from archiver.config import load_config
+from archiver.frontier import Frontier, Item, MemoryFrontier
+from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
+from archiver.model import LinkKind
+from archiver.politeness import HostLimiter
+from archiver.testing import CrawlFn
+
+TOLERANCE = 0.05
+"""Slack allowed below a gap: the gap runs from when the crawler starts a request, and a
+request that opens a connection (or waits for a loaded event loop) arrives a little later
+than the one after it on a kept-alive connection."""
+
+
+def crawled(server: ManyHosts) -> set[str]:
+    return {host.url(path) for host in server.hosts for path in host.paths if path != "/robots.txt"}
+
+
+# -- the frontiers alone ----------------------------------------------------------------
+
+
+def limiter(**settings: object) -> HostLimiter:
+    return HostLimiter(load_config(None, {"roots": ("http://a/",), **settings}))
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def frontier(request: pytest.FixtureRequest, tmp_path: Path) -> Frontier:
+    made: Frontier = MemoryFrontier() if request.param == "memory" else SqliteFrontier(tmp_path / STATE_NAME)
+    await made.open()
+    return made
+
+
+def items(host: str, *names: str, kind: LinkKind = LinkKind.PAGE) -> list[tuple[str, Item]]:
+    return [(f"http://{host}/{n}", Item(f"http://{host}/{n}", kind=kind)) for n in names]
+
+
+async def test_hosts_take_turns_and_requisites_go_first(frontier: Frontier) -> None:
+    await frontier.add(items("a", "1", "2", "3") + items("b", "1", "2") + items("c", "1"))
+    await frontier.add(items("a", "style.css", kind=LinkKind.REQUISITE))
+    order = []
+    while (item := await frontier.get()) is not None:
+        order.append(item.url.removeprefix("http://"))
+        await frontier.done(item)
+    assert order == ["a/style.css", "b/1", "c/1", "a/1", "b/2", "a/2", "a/3"]
+    await frontier.close()
+
+
+async def test_a_busy_host_does_not_hold_a_ready_one(frontier: Frontier) -> None:
+    frontier.use_limiter(limiter(delay=0.3, per_host_concurrency=1))
+    await frontier.add(items("a", "1", "2", "3"))
+    first = await frontier.get()
+    assert first is not None and first.url == "http://a/1"
+    waiting = asyncio.create_task(frontier.get())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # a's only slot is busy
+    await frontier.add(items("b", "1"))
+    other = await asyncio.wait_for(waiting, 0.1)
+    assert other is not None and other.url == "http://b/1"
+    started = time.monotonic()
+    await frontier.done(first)
+    await frontier.done(other)
+    second = await frontier.get()
+    assert second is not None and second.url == "http://a/2"
+    assert time.monotonic() - started >= 0.3 - 0.05 - TOLERANCE  # a's gap, counted from its hand-out
+    await frontier.done(second)
+    await frontier.close()
+
+
+async def test_a_paused_host_waits_and_the_others_go_on(frontier: Frontier) -> None:
+    politeness = limiter(delay=0.0)
+    frontier.use_limiter(politeness)
+    await frontier.add(items("a", "1", "2") + items("b", "1", "2"))
+    politeness.pause_host("a", 0.4)
+    got = []
+    for _ in range(2):
+        item = await asyncio.wait_for(frontier.get(), 0.2)
+        assert item is not None
+        got.append(item.url)
+        await frontier.done(item)
+    assert got == ["http://b/1", "http://b/2"]
+    started = time.monotonic()
+    item = await frontier.get()
+    assert item is not None and item.url == "http://a/1"
+    assert time.monotonic() - started > 0.2
+    assert politeness.host_states() == (1, 0, 0)
+    await frontier.done(item)
+    await frontier.close()
+
+
+# -- crawls judged by the servers --------------------------------------------------------
+
+
+async def test_each_host_gets_its_gap_and_its_slots_and_hosts_go_in_parallel(crawl_archive: CrawlFn) -> None:
+    async with many_hosts(4) as server:
+        for host in server.hosts:
+            host.pages, host.latency = 12, 0.15
+        slow = server.hosts[3]
+        slow.robots = "User-agent: *\nCrawl-delay: 0.4\n"
+        for host in server.hosts[:3]:
+            host.robots = "User-agent: *\nAllow: /\n"
+        totals: list[int] = []
+
+        async def sample() -> None:
+            while True:
+                totals.append(sum(host.in_flight for host in server.hosts))
+                await asyncio.sleep(0.01)
+
+        sampler = asyncio.create_task(sample())
+        crawl = await crawl_archive(
+            [host.url() for host in server.hosts],
+            delay=-1,
+            robots=True,
+            per_host_concurrency=2,
+            max_tasks=8,
+        )
+        sampler.cancel()
+    assert crawl.stats["pages"] == 4 * 12
+    assert crawled(server) == set().union(*(host.page_urls() for host in server.hosts))
+    for host in server.hosts:
+        gap = 0.4 if host is slow else 0.25
+        assert min(host.gaps()) >= gap - TOLERANCE, (host.address, min(host.gaps()))
+        assert host.max_in_flight <= 2
+        assert max(host.paths.values()) == 1
+    assert max(totals) >= 4  # every host had a request in flight at one moment
+
+
+async def test_slots_are_a_ceiling_per_host_and_free_workers_serve_other_hosts(
+    crawl_archive: CrawlFn,
+) -> None:
+    async with many_hosts(3) as server:
+        for host in server.hosts:
+            host.pages, host.latency, host.fan = 16, 0.2, True
+        totals: list[int] = []
+
+        async def sample() -> None:
+            while True:
+                totals.append(sum(host.in_flight for host in server.hosts))
+                await asyncio.sleep(0.01)
+
+        sampler = asyncio.create_task(sample())
+        await crawl_archive(
+            [host.url() for host in server.hosts], delay=0.01, per_host_concurrency=2, max_tasks=10
+        )
+        sampler.cancel()
+    for host in server.hosts:
+        assert host.max_in_flight == 2, host.address
+        assert min(host.gaps()) >= 0.01 - TOLERANCE
+    assert max(totals) == 6  # every host's two slots busy at one moment
+
+
+async def test_a_host_answering_429_does_not_slow_the_others(crawl_archive: CrawlFn) -> None:
+    async with many_hosts(3) as server:
+        busy, *others = server.hosts
+        busy.pages, busy.busy_path, busy.busy_seconds, busy.fan = 40, "/p2", 2, True
+        for host in others:
+            host.pages = 15
+        crawl = await crawl_archive(
+            [host.url() for host in server.hosts],
+            delay=0.05,
+            per_host_concurrency=2,
+            max_tasks=6,
+            max_tries=3,
+        )
+    assert crawl.stats["retry_status_429"] == 1
+    assert crawled(server) == set().union(*(host.page_urls() for host in server.hosts))
+    paused_at = min(t for t in busy.arrivals)  # the pause starts at most a few requests later
+    pause_end = max(busy.arrivals)
+    for host in others:
+        during = [t for t in host.arrivals if paused_at <= t <= pause_end]
+        assert during, "the other hosts were crawled while the busy one was paused"
+        assert max(host.gaps()) < 0.5, (host.address, max(host.gaps()))
+        assert max(host.arrivals) < max(busy.arrivals)
+
+
+async def test_a_host_that_never_answers_does_not_hold_the_others(crawl_archive: CrawlFn) -> None:
+    async with many_hosts(3) as server:
+        dead, *others = server.hosts
+        dead.pages, dead.hang_from, dead.fan = 12, 1, True
+        for host in others:
+            host.pages = 15
+        timeout = 1.5
+        crawl = await crawl_archive(
+            [host.url() for host in server.hosts],
+            delay=0.02,
+            per_host_concurrency=4,
+            max_tasks=6,
+            max_tries=1,
+            timeout=timeout,
+            first_byte_timeout=timeout,
+        )
+    assert crawl.stats["failed"] >= 2
+    first_hang = sorted(dead.arrivals)[1]
+    for host in others:
+        assert host.paths.keys() >= {"/", "/p14"}
+        assert max(host.arrivals) < first_hang + timeout, "another host waited for the dead one"
