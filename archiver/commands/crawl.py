@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,10 +193,7 @@ def read_roots_file(name: str) -> list[str]:
     from ..urls import clean_url
 
     try:
-        if name == "-":
-            text = click.get_text_stream("stdin").read()
-        else:
-            text = Path(name).read_text(encoding="utf-8")
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise click.BadParameter(f"cannot read {name}: {reason}", param_hint="--roots-file") from None
