@@ -241,10 +241,26 @@ class Crawler:
                 return
             self._busy.add(task)
             try:
+                if await self._not_yet(item):
+                    continue
                 failed = False if self._claimed and self._was_claimed(item) else await self._process(item)
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
+
+    async def _not_yet(self, item: Item) -> bool:
+        """Give `item` back to the frontier when its host's robots.txt was just fetched (the
+        gap runs) or is unavailable for now (the host is paused): True if given back.
+
+        Only with a scheduling frontier, which hands the URL out again when its host is
+        ready, so no worker sleeps while other hosts have work.
+        """
+        if not self.scheduled or self.robots is None:
+            return False
+        fetched, settled = await self.robots.prepare(item.url)
+        if settled and not (fetched and not self.limiter.may_start(item.url)):
+            return False
+        return await self.frontier.give_back(item)
 
     # -- one URL ------------------------------------------------------------------------
 

@@ -64,6 +64,11 @@ class Frontier(Protocol):
         """
         return False
 
+    async def give_back(self, item: Item) -> bool:
+        """Put `item`, handed out by `get`, back at the head of its host's queue, as if never
+        taken; False when this frontier cannot (then the caller keeps it)."""
+        return False
+
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
 
@@ -183,6 +188,16 @@ class MemoryFrontier(Frontier):
             self.schedule.offer(host)
         self._taken[id(item)] = host
         self._in_flight += 1
+
+    async def give_back(self, item: Item) -> bool:
+        host = self._taken.pop(id(item))
+        self._in_flight -= 1
+        self._queues.push(host, item, first=True)
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.released(host)
+        self.schedule.reschedule(host)
+        self._wake.set()
+        return True
 
     async def done(self, item: Item, *, failed: bool = False) -> None:
         host = self._taken.pop(id(item))

@@ -253,6 +253,20 @@ class SqliteFrontier:
         self._state[IN_FLIGHT] += 1
         return item
 
+    async def give_back(self, item: Item) -> bool:
+        """Still in flight on disk, leased again: a crash finds it where `get` left it."""
+        row_id, key, host = self._taken.pop(item)
+        self._heads.setdefault(host, collections.deque()).appendleft((row_id, key, item))
+        self._leased += 1
+        self._queued[host] = self._queued.get(host, 0) + 1
+        self._state[IN_FLIGHT] -= 1
+        self._state[QUEUED] += 1
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.released(host)
+        self.schedule.reschedule(host)
+        self._wake.set()
+        return True
+
     async def done(self, item: Item, *, failed: bool = False) -> None:
         db = self._write()
         row_id, _key, host = self._taken.pop(item)
@@ -375,6 +389,9 @@ class SqliteFrontier:
             "count_failed": self._state[FAILED],
             "updated_at": time.time(),
         }
+        if self.schedule.limiter is not None:
+            hosts = self.schedule.host_counts(time.monotonic())
+            values |= {f"hosts_{name}": n for name, n in hosts._asdict().items()}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
 
     def _existing(self, db: sqlite3.Connection, keys: list[str]) -> list[str]:

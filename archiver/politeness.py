@@ -64,6 +64,8 @@ class HostLimiter:
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
+        self.active_hosts = 0
+        """Hosts with a URL handed out and not done."""
         self.on_change: Callable[[str], None] | None = None
         """Called with a host whose ready time may have moved (set by a scheduling frontier)."""
         self._waited: tuple[float, str] | None = None
@@ -144,10 +146,20 @@ class HostLimiter:
             return None
         return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)
 
+    def may_start(self, url: str) -> bool:
+        """Whether a request to the host of `url` could start now (its gap passed, no pause)."""
+        state = self._hosts.get(site_of(url))
+        if state is None:
+            return True
+        now = time.monotonic()
+        return state.last_start + self._gap(state)[0] <= now and state.pause_until <= now
+
     def taken(self, site: str) -> None:
         """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
         state = self._site_state(site)
         state.active += 1
+        if state.active == 1:
+            self.active_hosts += 1
         state.handed_out = time.monotonic()
 
     def released(self, site: str) -> None:
@@ -155,6 +167,8 @@ class HostLimiter:
         state = self._hosts.get(site)
         if state is None:
             return
+        if state.active == 1:
+            self.active_hosts -= 1
         state.active = max(state.active - 1, 0)
         now = time.monotonic()
         if (
@@ -167,18 +181,9 @@ class HostLimiter:
         ):
             del self._hosts[site]
 
-    def host_states(self) -> tuple[int, int, int]:
-        """(hosts with a request in flight, hosts waiting for their gap, hosts paused) now."""
-        now = time.monotonic()
-        active = waiting = paused = 0
-        for state in self._hosts.values():
-            if state.pause_until > now:
-                paused += 1
-            elif state.active:
-                active += 1
-            elif max(state.last_start, state.handed_out) + self._gap(state)[0] > now:
-                waiting += 1
-        return active, waiting, paused
+    def paused(self, site: str, now: float) -> bool:
+        state = self._hosts.get(site)
+        return state is not None and state.pause_until > now
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""

@@ -18,8 +18,26 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .politeness import HostLimiter
+from .state import describe_hosts
+
+
+class HostCounts(NamedTuple):
+    """Hosts by what they are doing, for the progress display and `archiver status`."""
+
+    fetching: int = 0
+    """With a URL handed out and not done."""
+    waiting: int = 0
+    """With queued URLs, held by politeness: the gap since their last request, or busy slots."""
+    paused: int = 0
+    """With queued URLs, held by a pause (Retry-After, robots.txt unavailable)."""
+    ready: int = 0
+    """With queued URLs that may be fetched now: waiting for a free worker."""
+
+    def describe(self) -> str:
+        return describe_hosts(self._asdict())
 
 
 class HostSchedule:
@@ -93,9 +111,22 @@ class HostSchedule:
         """The host `next_time` is about (for the pace note)."""
         return self._heap[0][2] if self.next_time() is not None else None
 
-    def counts(self) -> tuple[int, int]:
-        """(hosts scheduled, hosts whose slots are all busy)."""
-        return len(self._live), len(self._full)
+    def host_counts(self, now: float) -> HostCounts:
+        """What the hosts with queued URLs are waiting for at `now` (one pass over the schedule)."""
+        limiter = self.limiter
+        waiting, paused, ready = len(self._full), 0, 0
+        live = self._live
+        for when, order, host in self._heap:
+            if live.get(host) != order:
+                continue
+            if when <= now:
+                ready += 1
+            elif limiter is not None and limiter.paused(host, now):
+                paused += 1
+            else:
+                waiting += 1
+        fetching = limiter.active_hosts if limiter is not None else 0
+        return HostCounts(fetching, waiting, paused, ready)
 
     def _push(self, host: str) -> None:
         when = 0.0 if self.limiter is None else self.limiter.ready_at(host)

@@ -20,7 +20,7 @@ from .crawllog import REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
-from .state import STATE_NAME, read_counts
+from .state import STATE_NAME, describe_hosts, read_counts, read_host_counts
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -41,6 +41,8 @@ class ArchiveStatus:
     headline: str | None = None
     details: list[str] = field(default_factory=list)
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
+    hosts: dict[str, int] = field(default_factory=dict)
+    """A running crawl's hosts: fetching, waiting (on politeness), paused, ready (`schedule.HostCounts`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class ArchiveStatus:
             "stale_lock": self.stale_lock,
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
+            **({"hosts": self.hosts} if self.hosts else {}),
         }
 
 
@@ -86,7 +89,8 @@ def archive_status(archive: Path) -> ArchiveStatus:
             state = COMPLETE
         else:
             state = RESUMABLE
-        return ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+        hosts = read_host_counts(state_path) if running else {}
+        return ArchiveStatus(archive, state, counts, "sqlite", holder, stale, hosts=hosts)
     if running:
         return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
     if not (archive / CONFIG_NAME).is_file():
@@ -136,6 +140,8 @@ def describe(status: ArchiveStatus) -> str:
     lines = [headline]
     if status.frontier == "sqlite" and status.state != NEW:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+    if status.hosts and status.state == RUNNING:
+        lines.append("  hosts: " + describe_hosts(status.hosts))
     if status.stale_lock and status.holder is not None:
         lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)

@@ -7,17 +7,25 @@ flight at once, and the tests compare that with the gap and the concurrency it w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import random
+import re
+import signal
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 from many_hosts import ManyHosts, many_hosts
+from terminal import run_on_terminal, screen_lines
+from test_resume import FAST, PLUGINS, captures, rewind, run_cli, start_cli
 
 from archiver.config import load_config
 from archiver.frontier import Frontier, Item, MemoryFrontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 from archiver.model import LinkKind
 from archiver.politeness import HostLimiter
+from archiver.status import archive_status, describe
 from archiver.testing import CrawlFn
 
 TOLERANCE = 0.05
@@ -85,6 +93,8 @@ async def test_a_paused_host_waits_and_the_others_go_on(frontier: Frontier) -> N
     frontier.use_limiter(politeness)
     await frontier.add(items("a", "1", "2") + items("b", "1", "2"))
     politeness.pause_host("a", 0.4)
+    counts = frontier.schedule.host_counts(time.monotonic())  # type: ignore[attr-defined]
+    assert (counts.fetching, counts.paused, counts.ready) == (0, 1, 1)
     got = []
     for _ in range(2):
         item = await asyncio.wait_for(frontier.get(), 0.2)
@@ -96,7 +106,7 @@ async def test_a_paused_host_waits_and_the_others_go_on(frontier: Frontier) -> N
     item = await frontier.get()
     assert item is not None and item.url == "http://a/1"
     assert time.monotonic() - started > 0.2
-    assert politeness.host_states() == (1, 0, 0)
+    assert frontier.schedule.host_counts(time.monotonic()) == (1, 0, 0, 1)  # type: ignore[attr-defined]
     await frontier.done(item)
     await frontier.close()
 
@@ -207,3 +217,146 @@ async def test_a_host_that_never_answers_does_not_hold_the_others(crawl_archive:
     for host in others:
         assert host.paths.keys() >= {"/", "/p14"}
         assert max(host.arrivals) < first_hang + timeout, "another host waited for the dead one"
+
+
+# -- resume ------------------------------------------------------------------------------
+
+
+async def test_sigkill_during_a_multi_host_crawl_then_resume_archives_every_url_once(tmp_path: Path) -> None:
+    async with many_hosts(3) as server:
+        for host in server.hosts:
+            host.pages, host.latency = 40, 0.005
+        expected = set().union(*(host.page_urls() for host in server.hosts))
+        archive = tmp_path / "killed"
+        roots = [host.url() for host in server.hosts]
+        args = ["crawl", *roots, "-o", str(archive), *FAST, *PLUGINS, "--max-tasks", "4"]
+        seed = random.randrange(1_000_000)
+        rng = random.Random(seed)
+        kills = 0
+
+        def total() -> int:
+            return sum(len(host.arrivals) for host in server.hosts)
+
+        for _ in range(3):
+            wanted = total() + rng.randint(5, 30)
+            proc = await start_cli(*args)
+            while proc.returncode is None and total() < wanted:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 0.005)
+            if proc.returncode is None:
+                await asyncio.sleep(rng.uniform(0, 0.03))
+                if proc.returncode is None:
+                    proc.kill()
+                    kills += 1
+            await proc.communicate()
+        code, _, err = await run_cli(*args)
+        assert code == 0, err
+    assert kills >= 2, f"seed {seed}"
+    assert archive_status(archive).state == "complete"
+    counts = captures(archive)
+    assert set(counts) == expected, f"seed {seed}"
+    assert max(counts.values()) == 1, f"seed {seed}: {[u for u, n in counts.items() if n > 1]}"
+
+
+_SCHEMA_1 = """
+CREATE TABLE urls_v1 (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    url TEXT,
+    depth INTEGER NOT NULL,
+    redirects_left INTEGER NOT NULL,
+    referrer TEXT,
+    kind TEXT NOT NULL,
+    state INTEGER NOT NULL DEFAULT 0,
+    taken_at REAL
+);
+INSERT INTO urls_v1 SELECT id, key, url, depth, redirects_left, referrer, kind, state, taken_at FROM urls;
+DROP TABLE urls;
+ALTER TABLE urls_v1 RENAME TO urls;
+CREATE INDEX urls_queued ON urls(id) WHERE state = 0;
+CREATE INDEX urls_in_flight ON urls(id) WHERE state = 1;
+UPDATE meta SET value = 1 WHERE name = 'schema';
+"""
+"""Turns a state file into the layout of schema 1 (one queue in discovery order), as the
+versions before the queue per host wrote it."""
+
+
+async def test_resume_of_a_state_file_of_schema_1(tmp_path: Path) -> None:
+    async with many_hosts(2) as server:
+        for host in server.hosts:
+            host.pages, host.latency = 30, 0.01
+        expected = set().union(*(host.page_urls() for host in server.hosts))
+        archive = tmp_path / "old"
+        roots = [host.url() for host in server.hosts]
+        args = ["crawl", *roots, "-o", str(archive), *FAST[:-1], *PLUGINS, "--max-tasks", "2"]
+        proc = await start_cli(*args)
+        for _ in range(1500):
+            await asyncio.sleep(0.02)
+            if sum(len(host.arrivals) for host in server.hosts) >= 15:
+                break
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.communicate(), 30)
+        assert archive_status(archive).state == "resumable"
+        archived = sorted(captures(archive))
+        state = archive / STATE_NAME
+        # two archived URLs left in flight, as a kill between the WARC and "done" leaves them
+        rewind(state, [archived[0], archived[1]])
+        db = sqlite3.connect(state)
+        db.executescript(_SCHEMA_1)
+        db.close()
+        before = {host.address: host.paths.copy() for host in server.hosts}
+
+        code, _, err = await run_cli("crawl", "--resume", str(archive), "-q")
+        assert code == 0, err
+    assert archive_status(archive).state == "complete"
+    counts = captures(archive)
+    assert set(counts) == expected
+    assert max(counts.values()) == 1
+    for host in server.hosts:
+        again = host.paths - before[host.address]
+        assert all(before[host.address][path] == 0 for path in again if path != "/robots.txt")
+    db = sqlite3.connect(state)
+    assert db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone() == (2,)
+    assert db.execute("SELECT count(*) FROM urls WHERE state <> 2 AND host IS NULL").fetchone() == (0,)
+    db.close()
+
+
+# -- what the crawl says about its hosts ---------------------------------------------------
+
+
+async def test_progress_and_status_say_what_the_hosts_wait_for(tmp_path: Path) -> None:
+    async with many_hosts(4) as server:
+        for host in server.hosts:
+            host.pages = 6
+        roots = tmp_path / "roots.txt"
+        roots.write_text("# four hosts\n" + "".join(host.url() + "\n" for host in server.hosts))
+        args = [
+            "crawl",
+            "-i",
+            str(roots),
+            "-o",
+            "a",
+            "--delay",
+            "0.4",
+            "--ignore-robots",
+            "--frontier",
+            "sqlite",
+        ]
+        running = asyncio.create_task(asyncio.to_thread(run_on_terminal, args, tmp_path, 60))
+        seen: list[str] = []
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if (tmp_path / "a" / STATE_NAME).exists() and sum(len(h.arrivals) for h in server.hosts) >= 8:
+                status = archive_status(tmp_path / "a")
+                seen.append(describe(status))
+                if status.hosts:
+                    break
+        code, output = await running
+    assert code == 0, output[-2000:]
+    lines = screen_lines(output)
+    assert any(re.fullmatch(r"hosts: \d fetching, \d waiting on politeness", line) for line in lines), lines
+    assert any(line.startswith("polite across 4 hosts: each waits 0.4 s") for line in lines), lines
+    assert any(re.search(r"^  hosts: \d fetching, \d waiting on politeness$", text, re.M) for text in seen), (
+        seen
+    )
+    assert all(host.paths.keys() >= {"/", "/p5"} for host in server.hosts)
