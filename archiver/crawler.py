@@ -9,6 +9,7 @@ shared, every exchange goes to the hooks, and stopping is graceful.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import logging
@@ -47,6 +48,14 @@ log = logging.getLogger(__name__)
 GRACE_SECONDS = 5.0
 _SKIP_LOG_MEMORY = 200_000
 _KNOWN_LINKS_MEMORY = 100_000
+
+
+class _WaitForHost(Exception):
+    """The host asked to come back later: `item` (tries counted) waits in the frontier, not in a worker."""
+
+    def __init__(self, item: Item) -> None:
+        super().__init__(item.url)
+        self.item = item
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +253,10 @@ class Crawler:
                 if await self._not_yet(item):
                     continue
                 failed = False if self._claimed and self._was_claimed(item) else await self._process(item)
+            except _WaitForHost as wait:
+                if await self.frontier.give_back(item, wait.item):
+                    continue
+                failed = await self._process(wait.item, may_give_back=False)  # a frontier that cannot
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
@@ -264,9 +277,11 @@ class Crawler:
 
     # -- one URL ------------------------------------------------------------------------
 
-    async def _fetch_with_retries(self, item: Item) -> Outcome:
+    async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
+        """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
+        paused itself and `may_give_back` (the URL waits in the frontier, the worker goes on)."""
         error: FetchError | None = None
-        for attempt in range(1, self.config.max_tries + 1):
+        for attempt in range(item.tries + 1, self.config.max_tries + 1):
             headers = default_headers(self.config)
             self.hooks.prepare_request(item.url, headers, self.crawl)
             try:
@@ -276,6 +291,8 @@ class Crawler:
                 if not self._retry_later(page, attempt):
                     return Outcome(page, None, attempt)
                 self.crawl.stats["retries"] += 1
+                if may_give_back and self.scheduled:
+                    raise _WaitForHost(dataclasses.replace(item, tries=attempt))
                 continue
             except FetchError as exc:
                 error = exc
@@ -330,7 +347,9 @@ class Crawler:
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
-    async def _process(self, item: Item, kept: list[Outcome] | None = None) -> bool:
+    async def _process(
+        self, item: Item, kept: list[Outcome] | None = None, *, may_give_back: bool = True
+    ) -> bool:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
         if self.robots is not None:
             verdict = await self.robots.check(item.url)
@@ -342,7 +361,7 @@ class Crawler:
             if refused is not None:
                 self._skip(item.url, refused, item.referrer, item.depth)
                 return False
-        outcome = await self._fetch_with_retries(item)
+        outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
         if kept is not None:
             kept.append(outcome)
         stats = self.crawl.stats

@@ -33,6 +33,9 @@ class Item:
     redirects_left: int = 10
     referrer: str | None = None
     kind: LinkKind = LinkKind.PAGE
+    tries: int = 0
+    """Attempts made before the URL went back to the queue to wait out its host's pause
+    (`Frontier.give_back`); kept in memory only, so a resumed crawl starts the count again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +67,10 @@ class Frontier(Protocol):
         """
         return False
 
-    async def give_back(self, item: Item) -> bool:
-        """Put `item`, handed out by `get`, back at the head of its host's queue, as if never
-        taken; False when this frontier cannot (then the caller keeps it)."""
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
+        """Put `item`, handed out by `get`, back at the head of its host's queue as if never
+        taken (as `again` when given: the same URL with its tries counted); False when this
+        frontier cannot (then the caller keeps it)."""
         return False
 
     async def open(self) -> None:
@@ -189,10 +193,10 @@ class MemoryFrontier(Frontier):
         self._taken[id(item)] = host
         self._in_flight += 1
 
-    async def give_back(self, item: Item) -> bool:
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
         host = self._taken.pop(id(item))
         self._in_flight -= 1
-        self._queues.push(host, item, first=True)
+        self._queues.push(host, again or item, first=True)
         if self.schedule.limiter is not None:
             self.schedule.limiter.released(host)
         self.schedule.reschedule(host)

@@ -52,7 +52,10 @@ COMMIT_EVERY = 2000
 COMMIT_SECONDS = 0.5
 """A pending change is committed within this time even when the crawl is idle."""
 LEASE_SIZE = 8
-"""Queued URLs of one host taken into memory (and marked in flight on disk) at once."""
+"""Queued URLs of one host taken into memory (and marked in flight on disk) at once, at least;
+twice the host's slots when that is more (a crawl of one host with 100 at once), up to
+`MAX_LEASE_SIZE`."""
+MAX_LEASE_SIZE = 256
 _IN_CHUNK = 500
 """Keys per `IN (...)` look-up: far below SQLite's limit on bound parameters."""
 
@@ -110,6 +113,7 @@ class SqliteFrontier:
 
     def use_limiter(self, limiter: HostLimiter) -> bool:
         self.schedule.attach(limiter)
+        self.lease_size = min(max(self.lease_size, 2 * limiter.concurrency), MAX_LEASE_SIZE)
         return True
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -253,10 +257,10 @@ class SqliteFrontier:
         self._state[IN_FLIGHT] += 1
         return item
 
-    async def give_back(self, item: Item) -> bool:
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
         """Still in flight on disk, leased again: a crash finds it where `get` left it."""
         row_id, key, host = self._taken.pop(item)
-        self._heads.setdefault(host, collections.deque()).appendleft((row_id, key, item))
+        self._heads.setdefault(host, collections.deque()).appendleft((row_id, key, again or item))
         self._leased += 1
         self._queued[host] = self._queued.get(host, 0) + 1
         self._state[IN_FLIGHT] -= 1

@@ -36,6 +36,8 @@ class Host:
     busy_path: str | None = None
     """Answered 429 with ``Retry-After: busy_seconds`` the first time it is asked for."""
     busy_seconds: int = 2
+    busy_everywhere: bool = False
+    """Every page is answered 429 the first time it is asked for (after the home page)."""
     hang_from: int | None = None
     """Pages numbered this or above never answer."""
     arrivals: list[float] = field(default_factory=list)
@@ -85,7 +87,10 @@ class ManyHosts:
             if host.robots is None:
                 raise web.HTTPNotFound()
             return web.Response(text=host.robots, content_type="text/plain")
-        if path == host.busy_path and host.paths[path] == 1:
+        if host.latency:
+            await asyncio.sleep(host.latency)
+        first_time = host.paths[path] == 1
+        if first_time and (path == host.busy_path or (host.busy_everywhere and path != "/")):
             return web.Response(status=429, headers={"Retry-After": str(host.busy_seconds)})
         k = 0 if path == "/" else int(path[2:]) if path[2:].isdigit() else -1
         if not 0 <= k < host.pages:

@@ -196,6 +196,23 @@ async def test_a_host_answering_429_does_not_slow_the_others(crawl_archive: Craw
         assert max(host.arrivals) < max(busy.arrivals)
 
 
+async def test_urls_waiting_out_a_pause_hold_no_worker(crawl_archive: CrawlFn) -> None:
+    async with many_hosts(2) as server:
+        busy, other = server.hosts
+        busy.pages, busy.busy_everywhere, busy.busy_seconds, busy.fan = 9, True, 2, True
+        busy.latency = 0.3  # four URLs handed out before the first 429 comes back
+        other.pages = 60
+        crawl = await crawl_archive(
+            [busy.url(), other.url()], delay=0.05, per_host_concurrency=4, max_tasks=4, max_tries=3
+        )
+    assert crawl.stats["retry_status_429"] >= 4
+    assert crawled(server) == busy.page_urls() | other.page_urls()
+    assert all(busy.paths[path] == 2 for path in busy.paths if path != "/")
+    # every worker had a URL of the paused host at some moment; none of them slept on it
+    assert max(other.gaps()) < 1.0, max(other.gaps())
+    assert max(other.arrivals) < max(busy.arrivals)
+
+
 async def test_a_host_that_never_answers_does_not_hold_the_others(crawl_archive: CrawlFn) -> None:
     async with many_hosts(3) as server:
         dead, *others = server.hosts
