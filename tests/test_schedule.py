@@ -13,6 +13,7 @@ import re
 import signal
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from test_resume import FAST, PLUGINS, captures, rewind, run_cli, start_cli
 
 from archiver.config import load_config
 from archiver.frontier import Frontier, Item, MemoryFrontier
-from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
+from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
 from archiver.model import LinkKind
 from archiver.politeness import HostLimiter
 from archiver.status import archive_status, describe
@@ -109,6 +110,48 @@ async def test_a_paused_host_waits_and_the_others_go_on(frontier: Frontier) -> N
     assert frontier.schedule.host_counts(time.monotonic()) == (1, 0, 0, 1)  # type: ignore[attr-defined]
     await frontier.done(item)
     await frontier.close()
+
+
+async def test_delay_and_slots_changed_during_the_crawl_apply_at_once(frontier: Frontier) -> None:
+    politeness = limiter(delay=30.0, per_host_concurrency=1)
+    frontier.use_limiter(politeness)
+    await frontier.add(items("a", "1", "2", "3"))
+    first = await frontier.get()
+    assert first is not None
+    politeness.set_concurrency(2)
+    politeness.set_delay(0.0)
+    second = await asyncio.wait_for(frontier.get(), 0.5)  # was 30 s away and its one slot taken
+    assert second is not None and second.url == "http://a/2"
+    waiting = asyncio.create_task(frontier.get())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # two slots, both taken
+    await frontier.done(first)
+    third = await asyncio.wait_for(waiting, 0.5)
+    assert third is not None and third.url == "http://a/3"
+    await frontier.done(second)
+    await frontier.done(third)
+    assert await frontier.get() is None
+    await frontier.close()
+
+
+async def test_a_url_given_back_stays_in_flight_on_disk_until_done(tmp_path: Path) -> None:
+    path = tmp_path / STATE_NAME
+    f = SqliteFrontier(path)
+    await f.open()
+    await f.add(items("a", "1", "2"))
+    item = await f.get()
+    assert item is not None
+    assert await f.give_back(item, replace(item, tries=2))
+    await f.flush()
+    assert read_counts(path).in_flight == 2  # leased: a crash finds both in flight
+    again = await f.get()
+    assert again is not None and again.url == item.url and again.tries == 2
+    await f.close()
+    reopened = SqliteFrontier(path)
+    await reopened.open()
+    assert [r.item.url for r in reopened.recovered] == [item.url]
+    assert (await reopened.counts()).queued == 2
+    await reopened.close()
 
 
 # -- crawls judged by the servers --------------------------------------------------------
