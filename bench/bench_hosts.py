@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import hosts_site
+from .bench_crawl import source_of
 from .tools import scrapy_python
 
 BENCH = Path(__file__).resolve().parent
@@ -61,17 +62,10 @@ def archiver_run(roots: Path, work: Path, expected: set[str], revision: str | No
     env = {**os.environ}
     cwd = None
     if revision is not None:
-        tree = work / f"tree-{revision}"
-        if not tree.exists():
-            tree.mkdir()
-            archive_tar = subprocess.run(
-                ["git", "-C", str(REPO), "archive", revision, "archiver", "plugins"],
-                check=True,
-                capture_output=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive_tar, check=True)
-        env["PYTHONPATH"] = str(tree)
-        cwd = tree
+        folder = work / f"rev-{revision}"
+        path = folder / "path" if folder.exists() else source_of(revision, folder)
+        env["PYTHONPATH"] = str(path)
+        cwd = path  # not the repository, whose own `archiver` would come first
     command = [sys.executable, "-m", "archiver", "crawl", "-o", str(archive), "-q"]
     command += ["-i", str(roots)] if revision is None else _roots_args(roots)
     wall, peak = timed(command, env, cwd)
