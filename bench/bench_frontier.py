@@ -38,11 +38,12 @@ def url(n: int) -> str:
     return f"http://{host}.example.com/section/{n % 97}/page-{n}.html?ref=bench"
 
 
-async def crawl(frontier: Frontier, size: int) -> tuple[int, float]:
+async def crawl(frontier: Frontier, size: int) -> tuple[int, float, float]:
     await frontier.open()
     await frontier.add([(url(0), Item(url(0)))])
     pages = 0
     started = time.perf_counter()
+    cpu_started = time.process_time()
     while (item := await frontier.get()) is not None:
         n = int(item.url.rsplit("-", 1)[1].split(".", 1)[0])
         targets = {(n + 1) % size, *((n * 31 + k * 7919) % size for k in range(LINKS_PER_PAGE - 1))}
@@ -50,8 +51,9 @@ async def crawl(frontier: Frontier, size: int) -> tuple[int, float]:
         await frontier.done(item)
         pages += 1
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     await frontier.close()
-    return pages, elapsed
+    return pages, elapsed, cpu
 
 
 def child(kind: str, size: int, hosts: int) -> None:
@@ -61,7 +63,7 @@ def child(kind: str, size: int, hosts: int) -> None:
         frontier: Frontier = (
             SqliteFrontier(Path(folder) / STATE_NAME) if kind == "sqlite" else MemoryFrontier()
         )
-        pages, elapsed = asyncio.run(crawl(frontier, size))
+        pages, elapsed, cpu = asyncio.run(crawl(frontier, size))
         state = Path(folder) / STATE_NAME
         disk = state.stat().st_size if state.exists() else 0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -74,6 +76,7 @@ def child(kind: str, size: int, hosts: int) -> None:
                 "pages": pages,
                 "seconds": round(elapsed, 2),
                 "us_per_page": round(elapsed / max(pages, 1) * 1e6, 1),
+                "cpu_us_per_page": round(cpu / max(pages, 1) * 1e6, 1),
                 "peak_rss_mb": round(peak_kb / 1024, 1),
                 "state_mb": round(disk / 1e6, 1),
             }
@@ -114,7 +117,8 @@ def main() -> None:
             result = json.loads(out)
             results.append(result)
             print(
-                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page,"
+                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page"
+                f" ({result['cpu_us_per_page']:.1f} us of CPU),"
                 f" peak RSS {result['peak_rss_mb']:6.1f} MB, state file {result['state_mb']:.1f} MB",
                 flush=True,
             )
@@ -129,7 +133,8 @@ def main() -> None:
             growth = by[(kind, big)]["peak_rss_mb"] / by[(kind, small)]["peak_rss_mb"]
             print(f"{kind} peak RSS {big:,} vs {small:,} URLs: {growth:.2f}x")
             cost = by[(kind, big)]["us_per_page"] / by[(kind, small)]["us_per_page"]
-            print(f"{kind} cost per URL {big:,} vs {small:,} URLs: {cost:.2f}x")
+            cpu = by[(kind, big)]["cpu_us_per_page"] / by[(kind, small)]["cpu_us_per_page"]
+            print(f"{kind} cost per URL {big:,} vs {small:,} URLs: {cost:.2f}x wall, {cpu:.2f}x CPU")
     print(f"hosts {args.hosts:,}, load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}")
 
 
