@@ -59,6 +59,14 @@ _SKIP_LOG_MEMORY = 200_000
 _KNOWN_LINKS_MEMORY = 100_000
 
 
+class _WaitForHost(Exception):
+    """The host asked to come back later: `item` (tries counted) waits in the frontier, not in a worker."""
+
+    def __init__(self, item: Item) -> None:
+        super().__init__(item.url)
+        self.item = item
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     page: Page | None
@@ -85,6 +93,8 @@ class Crawler:
         self.crawl.crawl_log = self.log
         self.identity = CrawlIdentity(config, archive)
         self.crawl.identity = self.identity
+        self.scheduled = False
+        """The frontier hands out only URLs of ready hosts (`Frontier.use_limiter`)."""
         self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
@@ -133,6 +143,8 @@ class Crawler:
 
     async def run(self) -> Crawl:
         crawl = self.crawl
+        use_limiter = getattr(self.frontier, "use_limiter", None)
+        self.scheduled = bool(use_limiter(self.limiter)) if use_limiter is not None else False
         await self.frontier.open()
         self.log.open()
         counts = await self.frontier.counts()
@@ -456,18 +468,40 @@ class Crawler:
                 return
             self._busy.add(task)
             try:
+                if await self._not_yet(item):
+                    continue
                 claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
                 handled = None if claim is None else await asyncio.shield(claim)
                 failed = await self._process(item) if handled is None else handled
+            except _WaitForHost as wait:
+                if await self.frontier.give_back(item, wait.item):
+                    continue
+                failed = await self._process(wait.item, may_give_back=False)  # a frontier that cannot
             finally:
                 self._busy.discard(task)
             await self.frontier.done(item, failed=failed)
 
+    async def _not_yet(self, item: Item) -> bool:
+        """Give `item` back to the frontier when its host's robots.txt was just fetched (the
+        gap runs) or is unavailable for now (the host is paused): True if given back.
+
+        Only with a scheduling frontier, which hands the URL out again when its host is
+        ready, so no worker sleeps while other hosts have work.
+        """
+        if not self.scheduled or self.robots is None:
+            return False
+        fetched, settled = await self.robots.prepare(item.url)
+        if settled and not (fetched and not self.limiter.may_start(item.url)):
+            return False
+        return await self.frontier.give_back(item)
+
     # -- one URL ------------------------------------------------------------------------
 
-    async def _fetch_with_retries(self, item: Item) -> Outcome:
+    async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
+        """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
+        paused itself and `may_give_back` (the URL waits in the frontier, the worker goes on)."""
         error: FetchError | None = None
-        for attempt in range(1, self.config.max_tries + 1):
+        for attempt in range(item.tries + 1, self.config.max_tries + 1):
             headers = self._headers(item.url)
             try:
                 async with self.limiter.slot(item.url):
@@ -476,6 +510,8 @@ class Crawler:
                 if not self._retry_later(page, attempt):
                     return Outcome(page, None, attempt)
                 self.crawl.stats["retries"] += 1
+                if may_give_back and self.scheduled:
+                    raise _WaitForHost(dataclasses.replace(item, tries=attempt))
                 continue
             except FetchError as exc:
                 error = exc
@@ -552,7 +588,9 @@ class Crawler:
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
-    async def _process(self, item: Item, kept: list[Outcome] | None = None) -> bool:
+    async def _process(
+        self, item: Item, kept: list[Outcome] | None = None, *, may_give_back: bool = True
+    ) -> bool:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
         if self._patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
@@ -570,7 +608,7 @@ class Crawler:
             if refused is not None:
                 self._skip(item.url, refused, item.referrer, item.depth)
                 return False
-        outcome = await self._fetch_with_retries(item)
+        outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
         if kept is not None:
             kept.append(outcome)
         stats = self.crawl.stats

@@ -59,7 +59,7 @@ async def open_session(
         resolver=resolver,
         limit=max(config.max_tasks, 1),
         limit_per_host=0,
-        ttl_dns_cache=300,
+        ttl_dns_cache=None,  # one answer per host for the whole crawl (already filtered by the guard)
         force_close=False,
     )
     timeout = aiohttp.ClientTimeout(

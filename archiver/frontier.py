@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .model import Counts, LinkKind
+from .politeness import HostLimiter
+from .schedule import HostSchedule
+from .urls import site_of
 
 if TYPE_CHECKING:
     from .config import Config
 
-__all__ = ["Counts", "Frontier", "Item", "MemoryFrontier", "Recovered"]
+__all__ = ["Counts", "Frontier", "HostQueues", "Item", "MemoryFrontier", "Recovered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,9 @@ class Item:
     redirects_left: int = 10
     referrer: str | None = None
     kind: LinkKind = LinkKind.PAGE
+    tries: int = 0
+    """Attempts made before the URL went back to the queue to wait out its host's pause
+    (`Frontier.give_back`); kept in memory only, so a resumed crawl starts the count again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,19 @@ class Frontier(Protocol):
         """After `open`: the URLs a persistent frontier found in flight (the last run stopped
         mid-fetch), queued again; resume looks for their responses in the archive."""
         return ()
+
+    def use_limiter(self, limiter: HostLimiter) -> bool:
+        """Hand out only URLs whose host `limiter` says is ready; True if this frontier does.
+
+        A frontier that answers False leaves the crawler to wait in `HostLimiter.slot`.
+        """
+        return False
+
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
+        """Put `item`, handed out by `get`, back at the head of its host's queue as if never
+        taken (as `again` when given: the same URL with its tries counted); False when this
+        frontier cannot (then the caller keeps it)."""
+        return False
 
     async def open(self) -> None:
         """Acquire resources; a persistent frontier puts in-flight items back in the queue."""
@@ -97,16 +118,77 @@ class Frontier(Protocol):
         return []
 
 
+class HostQueues:
+    """A queue per host, breadth-first, page requisites first: the memory frontier's queue."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, tuple[collections.deque[Item], collections.deque[Item]]] = {}
+        self.size = 0
+
+    def has(self, host: str) -> bool:
+        return host in self._queues
+
+    def push(self, host: str, item: Item, *, first: bool = False) -> None:
+        queues = self._queues.get(host)
+        if queues is None:
+            queues = self._queues[host] = (collections.deque(), collections.deque())
+        queue = queues[0] if item.kind is not LinkKind.PAGE else queues[1]
+        if first:
+            queue.appendleft(item)
+        else:
+            queue.append(item)
+        self.size += 1
+
+    def pop(self, host: str) -> Item:
+        requisites, pages = self._queues[host]
+        item = requisites.popleft() if requisites else pages.popleft()
+        if not requisites and not pages:
+            del self._queues[host]  # an idle host is forgotten
+        self.size -= 1
+        return item
+
+    def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
+        """Remove the items `refusal` gives a reason for; a host left with none is forgotten."""
+        dropped: list[tuple[Item, str]] = []
+        for host, queues in list(self._queues.items()):
+            for queue in queues:
+                kept: collections.deque[Item] = collections.deque()
+                for item in queue:
+                    reason = refusal(item)
+                    if reason is None:
+                        kept.append(item)
+                    else:
+                        dropped.append((item, reason))
+                queue.clear()
+                queue.extend(kept)
+            if not queues[0] and not queues[1]:
+                del self._queues[host]
+        self.size -= len(dropped)
+        return dropped
+
+
 class MemoryFrontier(Frontier):
-    """A frontier in memory: for tests, tiny crawls and `--frontier memory`."""
+    """A frontier in memory: for tests, tiny crawls and `--frontier memory`.
+
+    Hands out URLs by the schedule of hosts (`schedule.HostSchedule`), like the SQLite
+    and Redis frontiers.
+    """
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
-        self._queue: collections.deque[Item] = collections.deque()
+        self._queues = HostQueues()
+        self._taken: dict[int, str] = {}
+        """id() of each item handed out -> its host, until `done`."""
         self._in_flight = 0
         self._done = 0
         self._failed = 0
-        self._changed = asyncio.Condition()
+        self._wake = asyncio.Event()
+        self.schedule = HostSchedule(self._queues.has)
+        self.schedule.on_ready = self._wake.set
+
+    def use_limiter(self, limiter: HostLimiter) -> bool:
+        self.schedule.attach(limiter)
+        return True
 
     async def open(self) -> None:
         return None
@@ -120,50 +202,85 @@ class MemoryFrontier(Frontier):
             new = key not in self._seen
             if new:
                 self._seen.add(key)
-                self._queue.append(item)
+                host = site_of(item.url)
+                self._queues.push(host, item)
+                self.schedule.offer(host)
             added.append(new)
         if any(added):
-            async with self._changed:
-                self._changed.notify_all()
+            self._wake.set()
         return added
 
     async def get(self) -> Item | None:
-        async with self._changed:
-            while not self._queue:
-                if self._in_flight == 0:
-                    self._changed.notify_all()
-                    return None
-                await self._changed.wait()
-            self._in_flight += 1
-            return self._queue.popleft()
+        while True:
+            host = self.schedule.take(time.monotonic())
+            if host is not None:
+                item = self._queues.pop(host)
+                self._hand_out(host, item)
+                return item
+            if not self._queues.size and self._in_flight == 0:
+                self._wake.set()
+                return None
+            await wait_for_schedule(self._wake, self.schedule)
+
+    def _hand_out(self, host: str, item: Item) -> None:
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.taken(host)
+        if self._queues.has(host):
+            self.schedule.offer(host)
+        self._taken[id(item)] = host
+        self._in_flight += 1
+
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
+        host = self._taken.pop(id(item))
+        self._in_flight -= 1
+        self._queues.push(host, again or item, first=True)
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.released(host)
+        self.schedule.reschedule(host)
+        self._wake.set()
+        return True
 
     async def done(self, item: Item, *, failed: bool = False) -> None:
-        async with self._changed:
-            self._in_flight -= 1
-            if failed:
-                self._failed += 1
-            else:
-                self._done += 1
-            self._changed.notify_all()
+        host = self._taken.pop(id(item))
+        self._in_flight -= 1
+        if failed:
+            self._failed += 1
+        else:
+            self._done += 1
+        if self.schedule.limiter is not None:
+            self.schedule.limiter.released(host)
+        self.schedule.reschedule(host)
+        self._wake.set()
 
     async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
-        dropped: list[tuple[Item, str]] = []
-        kept: collections.deque[Item] = collections.deque()
-        for item in self._queue:
-            reason = refusal(item)
-            if reason is None:
-                kept.append(item)
-            else:
-                dropped.append((item, reason))
-        self._queue = kept
+        dropped = self._queues.drop(refusal)
+        for host in {site_of(item.url) for item, _ in dropped}:
+            self.schedule.reschedule(host)
         return dropped
 
     async def counts(self) -> Counts:
         return Counts(
-            queued=len(self._queue),
+            queued=self._queues.size,
             in_flight=self._in_flight,
             done=self._done,
             failed=self._failed,
             seen=len(self._seen),
             fetching=self._in_flight,
         )
+
+
+async def wait_for_schedule(wake: asyncio.Event, schedule: HostSchedule) -> None:
+    """Sleep until `wake` is set or the first scheduled host becomes ready."""
+    wake.clear()
+    first = schedule.next_time()
+    if first is None:
+        await wake.wait()
+        return
+    delay = first - time.monotonic()
+    if delay <= 0:
+        return
+    if schedule.limiter is not None and (host := schedule.first_host()) is not None:
+        schedule.limiter.note_gap_wait(host)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(delay):
+            await wake.wait()

@@ -1,17 +1,24 @@
 """Per-host manners: how many requests at once, how far apart, and when to back off.
 
-One `HostLimiter` per crawl; a worker holds a host's slot for the whole exchange.  The gap
-between two requests to a host is, in order of precedence: the user's `delay`, else the
-host's robots.txt `Crawl-delay`, else `DEFAULT_DELAY`; the adaptive throttle may only
-lengthen it, and a `Retry-After` or an unavailable robots.txt pauses the host outright.
+One `HostLimiter` per crawl.  The gap between two requests to a host is, in order of
+precedence: the user's `delay`, else the host's robots.txt `Crawl-delay`, else
+`DEFAULT_DELAY`; the adaptive throttle may only lengthen it, and a `Retry-After` or an
+unavailable robots.txt pauses the host outright.
+
+The limiter serves two parties.  A scheduling frontier (memory, SQLite) asks `ready_at`
+when a host may next be handed out and tells `taken`/`released` as its URLs come and go,
+so a worker is only given a URL whose host is ready; whenever a host's ready time moves
+(a pause, a new gap, a request started) the frontier hears of it through `on_change`.
+`slot`, around every request, is the guarantee the server sees whatever the frontier:
+at most `concurrency` at once and starts at least a gap apart (robots.txt fetches and
+retries included); with a scheduling frontier it rarely has to wait.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -26,17 +33,27 @@ THROTTLE_MAX_DELAY = 60.0
 """The adaptive throttle never spaces requests further apart than this (Scrapy's default)."""
 
 RETRY_STATUSES = frozenset({429, 503})
-HOLD_POLL_SECONDS = 1.0
-"""A request waiting for its host looks again at least this often: a pause may be lifted."""
+WAKE_SECONDS = 1.0
+"""A request waiting in `slot` looks again at least this often: a pause may have been lifted."""
+HELD_SECONDS = 10 * 365 * 86_400.0
+"""A host paused by `archiver control host HOST pause` waits this long: until resumed."""
 
 
 class _HostState:
-    __slots__ = ("delay", "latency", "next_start", "pause_until", "slots")
+    __slots__ = ("active", "delay", "fetching", "handed_out", "last_start", "latency", "pause_until", "slots")
 
     def __init__(self, concurrency: int) -> None:
         self.slots = asyncio.Semaphore(concurrency)
-        self.next_start = 0.0
+        self.last_start = -1e9
+        """When the last request started; the next starts a gap later (the gap of now, so a
+        Crawl-delay learnt from robots.txt counts from the robots.txt request)."""
+        self.handed_out = -1e9
+        """When the frontier last handed out a URL of the host, whose request may not have started."""
         self.pause_until = 0.0
+        self.active = 0
+        """URLs of the host handed out by the frontier and not done."""
+        self.fetching = 0
+        """Requests holding a slot now."""
         self.delay: float | None = None
         self.latency: float | None = None
 
@@ -51,6 +68,10 @@ class HostLimiter:
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
+        self.active_hosts = 0
+        """Hosts with a URL handed out and not done."""
+        self.on_change: Callable[[str], None] | None = None
+        """Called with a host whose ready time may have moved (set by a scheduling frontier)."""
         self._waited: tuple[float, str] | None = None
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
 
@@ -59,7 +80,7 @@ class HostLimiter:
         if self._waited is None or time.monotonic() - self._waited[0] > within:
             return None
         site = self._waited[1]
-        return site, *self._gap(self._hosts[site])
+        return site, *self._gap(self._site_state(site))
 
     def _gap(self, state: _HostState) -> tuple[float, str]:
         """The gap kept between two requests to a host, and where it comes from."""
@@ -73,41 +94,108 @@ class HostLimiter:
         return (throttled, "adaptive throttle") if throttled > base else (base, source)
 
     def _state(self, url: str) -> _HostState:
-        site = site_of(url)
+        return self._site_state(site_of(url))
+
+    def _site_state(self, site: str) -> _HostState:
         state = self._hosts.get(site)
         if state is None:
             state = self._hosts[site] = _HostState(self.concurrency)
         return state
 
+    def _changed(self, site: str) -> None:
+        if self.on_change is not None:
+            self.on_change(site)
+
     def pause(self, url: str, seconds: float) -> None:
         """Hold every request to this host for `seconds` (Retry-After, robots.txt 5xx)."""
-        state = self._state(url)
+        self.pause_host(site_of(url), seconds)
+
+    def pause_host(self, site: str, seconds: float) -> None:
+        """`pause` by host name; a shorter pause than the one running changes nothing."""
+        state = self._site_state(site)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
-
-    def set_delay(self, seconds: float) -> None:
-        """The user's gap for every host from now on (`archiver control delay`)."""
-        self.user_delay = self.delay = seconds
-        self.max_delay = max(self.max_delay, seconds)
-
-    def set_concurrency(self, concurrency: int) -> None:
-        """Requests at once per host from now on; requests in flight keep their old slots."""
-        self.concurrency = concurrency
-        for state in self._hosts.values():
-            state.slots = asyncio.Semaphore(concurrency)
-
-    def hold(self, site: str, held: bool) -> None:
-        """Pause (or resume) every request to `site` until told otherwise (`archiver control host`)."""
-        state = self._hosts.get(site)
-        if state is None:
-            state = self._hosts[site] = _HostState(self.concurrency)
-        state.pause_until = math.inf if held else 0.0
+        self._changed(site)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
         """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
         if self.user_delay is not None:
             return False
-        self._state(url).delay = max(seconds, 0.0)
+        site = site_of(url)
+        self._site_state(site).delay = max(seconds, 0.0)
+        self._changed(site)
         return True
+
+    def set_delay(self, seconds: float | None) -> None:
+        """The gap for every host from now on (None: back to Crawl-delay or the default)."""
+        self.user_delay = seconds
+        self.delay = seconds if seconds is not None else DEFAULT_DELAY
+        self.max_delay = max(self.max_delay, self.delay)
+        for site in list(self._hosts):
+            self._changed(site)
+
+    def set_concurrency(self, concurrency: int) -> None:
+        """Requests at once per host from now on; requests in flight keep the slots they hold."""
+        self.concurrency = max(concurrency, 1)
+        for site, state in list(self._hosts.items()):
+            state.slots = asyncio.Semaphore(self.concurrency)
+            self._changed(site)
+
+    def hold(self, site: str, held: bool) -> None:
+        """Pause every request to `site` until told otherwise, or end that pause (`archiver
+        control host`); a Retry-After pause ends with it."""
+        state = self._site_state(site)
+        state.pause_until = time.monotonic() + HELD_SECONDS if held else 0.0
+        self._changed(site)
+
+    # -- the schedule's view -------------------------------------------------------------
+
+    def ready_at(self, site: str) -> float | None:
+        """When a URL of `site` may next be handed out (monotonic time); None while its slots are full."""
+        state = self._hosts.get(site)
+        if state is None:
+            return 0.0
+        if state.active >= self.concurrency:
+            return None
+        return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)
+
+    def may_start(self, url: str) -> bool:
+        """Whether a request to the host of `url` could start now (its gap passed, no pause)."""
+        state = self._hosts.get(site_of(url))
+        if state is None:
+            return True
+        now = time.monotonic()
+        return state.last_start + self._gap(state)[0] <= now and state.pause_until <= now
+
+    def taken(self, site: str) -> None:
+        """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
+        state = self._site_state(site)
+        state.active += 1
+        if state.active == 1:
+            self.active_hosts += 1
+        state.handed_out = time.monotonic()
+
+    def released(self, site: str) -> None:
+        """A URL of `site` handed out earlier is done; a host with nothing left is forgotten."""
+        state = self._hosts.get(site)
+        if state is None:
+            return
+        if state.active == 1:
+            self.active_hosts -= 1
+        state.active = max(state.active - 1, 0)
+        now = time.monotonic()
+        if (
+            state.active == 0
+            and state.fetching == 0
+            and state.delay is None
+            and state.latency is None
+            and max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until) <= now
+            and (self._waited is None or self._waited[1] != site)
+        ):
+            del self._hosts[site]
+
+    def paused(self, site: str, now: float) -> bool:
+        state = self._hosts.get(site)
+        return state is not None and state.pause_until > now
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""
@@ -132,19 +220,31 @@ class HostLimiter:
 
     @asynccontextmanager
     async def slot(self, url: str, delay: float | None = None) -> AsyncIterator[None]:
-        state = self._state(url)
+        """Held around one request: waits for a free slot, the gap and any pause."""
+        site = site_of(url)
+        state = self._site_state(site)
         async with state.slots:
-            gap = self.host_delay(url) if delay is None else delay
             while True:
+                gap = self._gap(state)[0] if delay is None else delay
                 now = time.monotonic()
-                start = max(now, state.next_start, state.pause_until)
+                next_start = state.last_start + gap
+                start = max(now, next_start, state.pause_until)
                 if start <= now:
                     break
-                if state.next_start > now >= state.pause_until:
-                    self._waited = (now, site_of(url))
-                await asyncio.sleep(min(start - now, HOLD_POLL_SECONDS))
-            state.next_start = time.monotonic() + gap
-            yield
+                if next_start > now >= state.pause_until:
+                    self._waited = (now, site)
+                await asyncio.sleep(min(start - now, WAKE_SECONDS))
+            state.last_start = time.monotonic()
+            self._changed(site)
+            state.fetching += 1
+            try:
+                yield
+            finally:
+                state.fetching -= 1
+
+    def note_gap_wait(self, site: str) -> None:
+        """The frontier held a ready worker back for this host's gap: politeness bounds the pace."""
+        self._waited = (time.monotonic(), site)
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:

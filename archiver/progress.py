@@ -21,6 +21,7 @@ from rich.text import Text
 from .frontier import Counts, Frontier
 from .model import Crawl
 from .politeness import HostLimiter
+from .schedule import HostCounts, HostSchedule
 from .units import plural, size
 
 REFRESH_SECONDS = 0.25
@@ -61,8 +62,10 @@ def crawl_lines(snapshot: Snapshot) -> list[str]:
     timing = f"{_clock(snapshot.elapsed)} elapsed"
     if snapshot.left is not None:
         timing += f", about {_clock(snapshot.left)} left"
-    lines = [f"{snapshot.label:<10} {_bar(snapshot.done, snapshot.total)}  {timing}"]
-    lines.extend(snapshot.details.split("\n"))
+    lines = [
+        f"{snapshot.label:<10} {_bar(snapshot.done, snapshot.total)}  {timing}",
+        *snapshot.details.split("\n"),
+    ]
     if snapshot.pace:
         lines.extend(snapshot.pace.split("\n"))
     return lines
@@ -86,10 +89,19 @@ def render(snapshot: Snapshot) -> Group:
     return Group(*(Text(line, no_wrap=True, overflow="ellipsis") for line in crawl_lines(snapshot)))
 
 
-def pace_note(limiter: HostLimiter | None, counts: Counts, max_tasks: int) -> str | None:
+def pace_note(
+    limiter: HostLimiter | None, counts: Counts, max_tasks: int, hosts: HostCounts | None = None
+) -> str | None:
     """What holds the crawl back now, in words, with the setting that changes it; None if nothing."""
     if limiter is not None:
         waited = limiter.last_wait()
+        if waited is not None and hosts is not None and hosts.waiting + hosts.paused > 1 and not hosts.ready:
+            _site, gap, source = waited
+            return (
+                f"polite across {hosts.waiting + hosts.paused:,} hosts: each waits {gap:g} s"
+                f" between its requests ({source}), and workers wait for the next host's turn\n"
+                "  to change it: --delay SECONDS, --per-host-concurrency N (or [politeness])"
+            )
         if waited is not None:
             site, gap, source = waited
             return (
@@ -174,6 +186,10 @@ async def _redraw(
                 )
                 details = crawling_details(counts, speed, stats["bytes"], lag)
                 remaining = counts.queued + counts.in_flight
+                schedule = getattr(frontier, "schedule", None)
+                hosts = schedule.host_counts(now) if isinstance(schedule, HostSchedule) else None
+                if hosts is not None and sum(hosts) > 1:
+                    details += f"\nhosts: {hosts.describe()}"
                 snapshot = Snapshot(
                     "paused" if crawl.paused else "crawling",
                     finished,
@@ -181,7 +197,7 @@ async def _redraw(
                     now - started,
                     _left(remaining, speed),
                     details,
-                    pace_note(limiter, counts, crawl.config.max_tasks),
+                    pace_note(limiter, counts, crawl.config.max_tasks, hosts),
                 )
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)

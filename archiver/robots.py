@@ -207,6 +207,24 @@ class RobotsCache:
                 continue
             return entry.verdict(url, self.agent, self.max_failures)
 
+    async def prepare(self, url: str) -> tuple[bool, bool]:
+        """Fetch the robots.txt of `url`'s origin if it is due, without waiting for a retry.
+
+        Returns (fetched now, settled): a scheduling crawler gives the URL back to the
+        frontier rather than hold it while the host's gap (after this fetch) or its pause
+        (robots.txt unavailable for now) runs.
+        """
+        origin = origin_of(url)
+        entry = self.entries.get(origin)
+        fetched = False
+        if entry is None or self._due(entry):
+            async with self._locks.setdefault(origin, asyncio.Lock()):
+                entry = self.entries.get(origin)
+                if entry is None or self._due(entry):
+                    entry = self.entries[origin] = await self._load(origin, entry)
+                    fetched = True
+        return fetched, not (entry.state == UNAVAILABLE and entry.failures < self.max_failures)
+
     def _due(self, entry: RobotsEntry) -> bool:
         return (
             entry.state == UNAVAILABLE
@@ -279,6 +297,8 @@ class RobotsCache:
             unreachable=unreachable,
         )
         log.info("robots.txt of %s unavailable (%s); next try in %.1f s", origin, note, wait)
+        if failures < self.max_failures:
+            self.limiter.pause(origin + "/", wait)  # the host is held until robots.txt is tried again
         self._record(f"{origin}/robots.txt", page, entry)
         return entry
 

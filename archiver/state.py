@@ -55,3 +55,25 @@ def read_queued(path: Path, limit: int) -> list[str]:
     finally:
         db.close()
     return [row[0] for row in rows]
+
+
+def read_host_counts(path: Path) -> dict[str, int]:
+    """What the hosts were doing at the last commit of a running crawl (`schedule.HostCounts`'s
+    fields), or nothing when the file holds none (a crawl of an older version, or not running)."""
+    db = connect(path, readonly=True)
+    try:
+        rows = db.execute("SELECT name, value FROM meta WHERE name LIKE 'hosts_%'").fetchall()
+    except sqlite3.DatabaseError:
+        return {}
+    finally:
+        db.close()
+    return {name.removeprefix("hosts_"): int(value) for name, value in rows}
+
+
+def describe_hosts(hosts: dict[str, int]) -> str:
+    """``3 fetching, 180 waiting on politeness, 1 paused (...)``: the progress display's and
+    `archiver status`'s words for `schedule.HostCounts`."""
+    text = f"{hosts.get('fetching', 0):,} fetching, {hosts.get('waiting', 0):,} waiting on politeness"
+    if hosts.get("paused"):
+        text += f", {hosts['paused']:,} paused (Retry-After or robots.txt unavailable)"
+    return text

@@ -21,7 +21,7 @@ from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
 from .queue_view import SAMPLE, QueueView, queue_view, trap_findings, view_lines
-from .state import STATE_NAME, read_counts, read_queued
+from .state import STATE_NAME, describe_hosts, read_counts, read_host_counts, read_queued
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -46,6 +46,8 @@ class ArchiveStatus:
     headline: str | None = None
     details: list[str] = field(default_factory=list)
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
+    hosts: dict[str, int] = field(default_factory=dict)
+    """A running crawl's hosts: fetching, waiting (on politeness), paused, ready (`schedule.HostCounts`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class ArchiveStatus:
             **({"queue": asdict(self.queue)} if self.queue is not None else {}),
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
+            **({"hosts": self.hosts} if self.hosts else {}),
         }
 
 
@@ -102,7 +105,8 @@ def archive_status(archive: Path) -> ArchiveStatus:
             state = COMPLETE
         else:
             state = RESUMABLE
-        status = ArchiveStatus(archive, state, counts, "sqlite", holder, stale)
+        hosts = read_host_counts(state_path) if running else {}
+        status = ArchiveStatus(archive, state, counts, "sqlite", holder, stale, hosts=hosts)
         if state == RESUMABLE:
             status.limit = _report_limit(archive)
         return status
@@ -173,6 +177,8 @@ def describe(status: ArchiveStatus) -> str:
         lines.append(f"  stopped at a limit: {status.limit} (raise it to go on)")
     if status.frontier == "sqlite" and status.state != NEW:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+    if status.hosts and status.state == RUNNING:
+        lines.append("  hosts: " + describe_hosts(status.hosts))
     if status.stale_lock and status.holder is not None:
         lines.append(f"  stale lock of {status.holder.describe()}: not running, taken over by the next crawl")
     if status.queue is not None:

@@ -6,6 +6,11 @@ run is a fresh process, so its peak RSS (ru_maxrss) is its own.
 
     python -m bench.bench_frontier                 # 10,000 and 100,000 URLs, sqlite and memory
     python -m bench.bench_frontier --sizes 1000000 --kinds sqlite
+    python -m bench.bench_frontier --sizes 10000 1000000 --hosts 10000   # queues of 10,000 hosts
+
+`--hosts N` spreads the URLs over N hosts (URL n is on host n mod N), so `get` goes through
+the schedule of hosts: the cost per URL should not grow with the crawl (no politeness here,
+so every host is always ready and they take turns).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -24,17 +30,20 @@ from archiver.frontier import Frontier, Item, MemoryFrontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 
 LINKS_PER_PAGE = 20
+HOSTS = 1
 
 
 def url(n: int) -> str:
-    return f"http://www.example.com/section/{n % 97}/page-{n}.html?ref=bench"
+    host = "www" if HOSTS == 1 else f"h{n % HOSTS}"
+    return f"http://{host}.example.com/section/{n % 97}/page-{n}.html?ref=bench"
 
 
-async def crawl(frontier: Frontier, size: int) -> tuple[int, float]:
+async def crawl(frontier: Frontier, size: int) -> tuple[int, float, float]:
     await frontier.open()
     await frontier.add([(url(0), Item(url(0)))])
     pages = 0
     started = time.perf_counter()
+    cpu_started = time.process_time()
     while (item := await frontier.get()) is not None:
         n = int(item.url.rsplit("-", 1)[1].split(".", 1)[0])
         targets = {(n + 1) % size, *((n * 31 + k * 7919) % size for k in range(LINKS_PER_PAGE - 1))}
@@ -42,16 +51,19 @@ async def crawl(frontier: Frontier, size: int) -> tuple[int, float]:
         await frontier.done(item)
         pages += 1
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     await frontier.close()
-    return pages, elapsed
+    return pages, elapsed, cpu
 
 
-def child(kind: str, size: int) -> None:
+def child(kind: str, size: int, hosts: int) -> None:
+    global HOSTS
+    HOSTS = hosts
     with tempfile.TemporaryDirectory() as folder:
         frontier: Frontier = (
             SqliteFrontier(Path(folder) / STATE_NAME) if kind == "sqlite" else MemoryFrontier()
         )
-        pages, elapsed = asyncio.run(crawl(frontier, size))
+        pages, elapsed, cpu = asyncio.run(crawl(frontier, size))
         state = Path(folder) / STATE_NAME
         disk = state.stat().st_size if state.exists() else 0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -60,9 +72,11 @@ def child(kind: str, size: int) -> None:
             {
                 "kind": kind,
                 "urls": size,
+                "hosts": hosts,
                 "pages": pages,
                 "seconds": round(elapsed, 2),
                 "us_per_page": round(elapsed / max(pages, 1) * 1e6, 1),
+                "cpu_us_per_page": round(cpu / max(pages, 1) * 1e6, 1),
                 "peak_rss_mb": round(peak_kb / 1024, 1),
                 "state_mb": round(disk / 1e6, 1),
             }
@@ -76,16 +90,26 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--kinds", nargs="+", default=["memory", "sqlite"], choices=["memory", "sqlite"])
+    parser.add_argument("--hosts", type=int, default=1, help="hosts the URLs are spread over (default 1)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]))
+        child(args.child[0], int(args.child[1]), args.hosts)
         return
     results = []
     for size in args.sizes:
         for kind in args.kinds:
             out = subprocess.run(
-                [sys.executable, "-m", "bench.bench_frontier", "--child", kind, str(size)],
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.bench_frontier",
+                    "--child",
+                    kind,
+                    str(size),
+                    "--hosts",
+                    str(args.hosts),
+                ],
                 check=True,
                 capture_output=True,
                 text=True,
@@ -93,7 +117,8 @@ def main() -> None:
             result = json.loads(out)
             results.append(result)
             print(
-                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page,"
+                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page"
+                f" ({result['cpu_us_per_page']:.1f} us of CPU),"
                 f" peak RSS {result['peak_rss_mb']:6.1f} MB, state file {result['state_mb']:.1f} MB",
                 flush=True,
             )
@@ -107,6 +132,10 @@ def main() -> None:
         if (kind, small) in by and (kind, big) in by and small != big:
             growth = by[(kind, big)]["peak_rss_mb"] / by[(kind, small)]["peak_rss_mb"]
             print(f"{kind} peak RSS {big:,} vs {small:,} URLs: {growth:.2f}x")
+            cost = by[(kind, big)]["us_per_page"] / by[(kind, small)]["us_per_page"]
+            cpu = by[(kind, big)]["cpu_us_per_page"] / by[(kind, small)]["cpu_us_per_page"]
+            print(f"{kind} cost per URL {big:,} vs {small:,} URLs: {cost:.2f}x wall, {cpu:.2f}x CPU")
+    print(f"hosts {args.hosts:,}, load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,12 @@ log = logging.getLogger("archiver")
     "config_file",
     type=click.Path(path_type=Path),
     help="TOML config file (see config.example.toml).",
+)
+@click.option(
+    "-i",
+    "--roots-file",
+    metavar="FILE",
+    help="Read root URLs from FILE, one a line ('-': standard input; '#' starts a comment).",
 )
 @click.option("--max-tasks", type=int, help="Concurrent workers (default 10).")
 @click.option("--max-redirect", type=int, help="Redirects followed per chain (default 10).")
@@ -181,6 +188,9 @@ def crawl_command(
             raise click.UsageError("give --update ARCHIVE or --resume ARCHIVE, not both")
         resume_archive = update
     dry: bool = options.pop("dry_run")
+    roots_file: str | None = options.pop("roots_file")
+    if roots_file is not None:
+        urls = (*urls, *read_roots_file(roots_file))
     overrides: dict[str, Any] = {k: v for k, v in options.items() if v not in (None, ())}
     if urls:
         overrides["roots"] = tuple(urls)
@@ -200,7 +210,7 @@ def crawl_command(
     if resume_archive is not None:
         from ..resume import resumed_config
 
-        if urls or config_file or (output and Path(output) != Path(resume_archive)):
+        if urls or roots_file or config_file or (output and Path(output) != Path(resume_archive)):
             raise click.UsageError("--resume ARCHIVE uses the URLs and config saved in ARCHIVE; give neither")
         config = resumed_config(Path(resume_archive), overrides, update=update is not None)
     else:
@@ -272,3 +282,32 @@ def _with_scheme(root: str) -> str | None:
     if clean_url(guess) is None or ("." not in host and not host.startswith("localhost")):
         return None
     return guess
+
+
+def read_roots_file(name: str) -> list[str]:
+    """Root URLs of a file (or standard input for '-'), one a line, as wget's `-i` reads them.
+
+    Blank lines and lines starting with '#' are skipped; any other line must be an http(s)
+    URL, or the crawl does not start (the error names the line).
+    """
+    from ..urls import clean_url
+
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise click.BadParameter(f"cannot read {name}: {reason}", param_hint="--roots-file") from None
+    roots: list[str] = []
+    where = "standard input" if name == "-" else name
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if clean_url(line) is None:
+            raise click.BadParameter(
+                f"{line!r} is not an http(s) URL ({where}, line {number})", param_hint="--roots-file"
+            )
+        roots.append(line)
+    if not roots:
+        raise click.BadParameter(f"{where} holds no URL", param_hint="--roots-file")
+    return roots

@@ -1,0 +1,114 @@
+"""Many small sites at once: N hosts on loopback addresses, P pages each, served by one process.
+
+Host i is `127.0.X.Y` (from 127.0.0.2 on, one address each, so every crawler sees N hosts
+and keeps N politeness slots), all on one port.  Page k of a host links to pages
+3k+1 .. 3k+3 of the same host and back to its home page, so a breadth-first crawl of the
+home page reaches every page; each page also has a shared stylesheet, so requisites are
+part of the crawl.  robots.txt allows everything and names no Crawl-delay.
+
+    python -m bench.hosts_site --hosts 20 --pages 100      # prints the port, serves until killed
+
+`expected_urls(hosts, pages, port)` lists every URL a correct crawler fetches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import sys
+
+from aiohttp import web
+
+FIRST = int(ipaddress.IPv4Address("127.0.0.2"))
+ROBOTS = "User-agent: *\nAllow: /\n"
+STYLE = "body { font-family: serif; margin: 2em; }\n"
+FILLER = " ".join(f"word{n}" for n in range(300))
+
+
+def host_address(index: int) -> str:
+    return str(ipaddress.IPv4Address(FIRST + index))
+
+
+def root_urls(hosts: int, port: int) -> list[str]:
+    return [f"http://{host_address(i)}:{port}/" for i in range(hosts)]
+
+
+def page_path(k: int) -> str:
+    return "/" if k == 0 else f"/p/{k}.html"
+
+
+def expected_urls(hosts: int, pages: int, port: int) -> set[str]:
+    """Every URL of the sites (robots.txt not included)."""
+    urls = set()
+    for i in range(hosts):
+        base = f"http://{host_address(i)}:{port}"
+        urls.update(base + page_path(k) for k in range(pages))
+        urls.add(base + "/style.css")
+    return urls
+
+
+def page(k: int, pages: int) -> str:
+    links = "".join(
+        f'<li><a href="{page_path(c)}">page {c}</a></li>' for c in range(3 * k + 1, 3 * k + 4) if c < pages
+    )
+    return (
+        f"<!doctype html><html><head><title>Page {k}</title>"
+        '<link rel="stylesheet" href="/style.css"></head>'
+        f'<body><h1>Page {k}</h1><p>{FILLER}</p><ul>{links}</ul><a href="/">home</a></body></html>'
+    )
+
+
+def make_app(pages: int) -> web.Application:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(text=ROBOTS, content_type="text/plain")
+        if path == "/style.css":
+            return web.Response(text=STYLE, content_type="text/css")
+        if path == "/":
+            return web.Response(text=page(0, pages), content_type="text/html")
+        if path.startswith("/p/") and path.endswith(".html"):
+            number = path[3:-5]
+            if number.isdigit() and 0 < int(number) < pages:
+                return web.Response(text=page(int(number), pages), content_type="text/html")
+        raise web.HTTPNotFound()
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    return app
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+async def serve(hosts: int, pages: int, port: int) -> None:
+    runner = web.AppRunner(make_app(pages), access_log=None)
+    await runner.setup()
+    for i in range(hosts):
+        await web.TCPSite(runner, host_address(i), port, backlog=1024).start()
+    print(port, flush=True)
+    await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    port = args.port or free_port(host_address(0))
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args.hosts, args.pages, port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
