@@ -236,4 +236,4 @@ async def test_a_backslash_redirect_to_another_host_is_out_of_scope(
     assert listeners.reached.get("/moved") == "127.0.0.1"
     assert "127.0.0.2" not in listeners.reached.values(), listeners.reached
     log = (archive / "crawl-log.jsonl").read_text()
-    assert "out of scope" in log
+    assert "is not the host of a root" in log, log
