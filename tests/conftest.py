@@ -8,12 +8,18 @@ from collections.abc import Iterator
 import pytest
 
 
+_ROOT_LEVEL = logging.getLogger().level
+"""The root logger's level before any test ran."""
+
+
 @pytest.fixture(autouse=True)
 def _root_logger_restored() -> Iterator[None]:
-    """A command run in-process (`archiver.cli.main`) sets up logging as for a terminal: the root
-    logger's level and handlers go back as they were, so later tests' `caplog` sees their records."""
+    """A command run in-process (`archiver.cli.main`), even by a module's fixture, sets up logging
+    as for a terminal (`-q`: errors only): the root logger's level goes back to what it was before
+    any test and its handlers to what they were, so every test's `caplog` sees its records."""
     root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
+    root.setLevel(_ROOT_LEVEL)
+    handlers = list(root.handlers)
     yield
-    root.setLevel(level)
+    root.setLevel(_ROOT_LEVEL)
     root.handlers[:] = handlers
