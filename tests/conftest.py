@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 
-
 _ROOT_LEVEL = logging.getLogger().level
 """The root logger's level before any test ran."""
 
