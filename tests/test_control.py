@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import re
 import signal
-import sys
 import time
 import tomllib
 from pathlib import Path
 
 from aiohttp import web
 from archiver_plugins.web.status import crawl_status
+from cli_process import PLUGINS_ONLY, archiver, start_archiver
 
 from archiver.testing import Site
 
@@ -65,37 +64,9 @@ class Recorder:
         return sorted(r for r in self.requests if r[0] >= moment)
 
 
-async def archiver(*args: str | Path, cwd: Path) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "archiver",
-        *map(str, args),
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(errors="replace").strip()
-
-
 async def start_crawl(site: Site, archive: Path, cwd: Path, *extra: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "archiver",
-        "crawl",
-        site.url("/"),
-        "-o",
-        str(archive),
-        *PLAIN,
-        *extra,
-        cwd=cwd,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"},
-    )
+    args = ["crawl", site.url("/"), "-o", archive, *PLAIN, *extra]
+    return await start_archiver(*args, cwd=cwd, env={PLUGINS_ONLY: "1"})
 
 
 async def until(condition, seconds: float = 30) -> None:  # type: ignore[no-untyped-def]

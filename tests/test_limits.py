@@ -4,19 +4,19 @@ the server saw and what the archive holds are the judges."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import collections
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from archiver_plugins.warc.reader import open_archive
+from cli_process import PLUGINS_ONLY
+from cli_process import archiver as run
 
 from archiver.testing import Site
 
@@ -33,20 +33,8 @@ LIMIT_EXIT = 3
 
 
 async def archiver(*args: str | Path, cwd: Path) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "archiver",
-        *map(str, args),
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        # a crawl with the links and WARC plugins only (PLAIN); other commands with them all
-        env={**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1" if args[0] == "crawl" else ""},
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), 90)
-    assert process.returncode is not None
-    return process.returncode, out.decode(errors="replace")
+    # a crawl with the links and WARC plugins only (PLAIN); other commands with them all
+    return await run(*args, cwd=cwd, env={PLUGINS_ONLY: "1" if args[0] == "crawl" else ""})
 
 
 def archived_paths(archive: Path) -> collections.Counter[str]:
