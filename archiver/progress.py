@@ -202,6 +202,12 @@ async def _redraw(
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)
     except asyncio.CancelledError:
+        if stage is None and crawl.finished_at is not None:
+            # the catch-up began and ended between two frames: it still gets its last one
+            ended = [(k.split(".", 1)[0], n) for k, n in crawl.pending_at_end.items() if n]
+            if ended:
+                seconds = float((crawl.after_crawl or {}).get("seconds", 0.0))
+                stage = (*ended[0], time.monotonic() - seconds)
         if stage is not None:
             name, total, stage_started = stage
             done = min(max(total - crawl.stats.get(f"{name}.pending", 0), 0), total)
