@@ -35,6 +35,7 @@ from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
 from .state import STATE_NAME
+from .status import LIMIT_NAMES, stop_words
 from .terminal import echo
 from .units import plural, size
 
@@ -182,7 +183,8 @@ def crawl_and_report(
     if crawl.limit is not None and not crawl.complete:
         if not quiet and not as_json:
             click.echo(
-                f"Stopped at a limit: {crawl.limit}. Raise it and run the same command again to {again}.",
+                f"{stop_words(crawl.limit)}. Run the same command again to {again}"
+                + (" (raise the limit first)." if crawl.limit.startswith(LIMIT_NAMES) else "."),
                 err=True,
             )
         sys.exit(LIMIT_EXIT_CODE)

@@ -65,6 +65,16 @@ class ArchiveStatus:
         }
 
 
+LIMIT_NAMES = ("max_bytes", "max_time", "min_free_disk")
+
+
+def stop_words(reason: str) -> str:
+    """``Stopped at a limit: max_time 8s reached``, or ``Stopped by `archiver control stop```."""
+    return (
+        f"Stopped at a limit: {reason}" if reason.startswith(LIMIT_NAMES) else reason[:1].upper() + reason[1:]
+    )
+
+
 def _report_limit(archive: Path) -> str | None:
     try:
         report = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
@@ -174,7 +184,8 @@ def describe(status: ArchiveStatus) -> str:
     }[status.state]
     lines = [headline]
     if status.limit:
-        lines.append(f"  stopped at a limit: {status.limit} (raise it to go on)")
+        words = stop_words(status.limit)
+        lines.append(f"  {words[:1].lower()}{words[1:]}")
     if status.frontier == "sqlite" and status.state != NEW:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.hosts and status.state == RUNNING:
