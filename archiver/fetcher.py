@@ -224,7 +224,8 @@ async def _read_body(
 _peer: ContextVar[str | None] = ContextVar("archiver_peer", default=None)
 
 QUIET_BEFORE_REUSE = 1.0
-"""Seconds a kept-alive connection must stay silent in the pool before it carries another request.
+"""Seconds a kept-alive connection must stay silent in the pool before it carries another request
+(while fewer than twice the crawl's task count, and at least 16, wait in the pool for one host).
 
 HTTP/1.1 cannot tell late bytes of the previous answer from the start of the next one, so a
 connection is reused only once the server had time to show it sends nothing unasked."""
@@ -294,10 +295,14 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
         super()._release(key, protocol, should_close=should_close)
 
     async def _get(self, key: Any, traces: list[Any]) -> Any:
-        oldest = next((proto for proto, _ in self._conns.get(key, ()) if proto.is_connected()), None)
-        idle_since = getattr(oldest, "idle_since", None)
-        if idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE:
-            return None  # the oldest open one is not quiet yet: a new connection instead
+        waiting = [proto for proto, _ in self._conns.get(key, ()) if proto.is_connected()]
+        idle_since = getattr(waiting[0], "idle_since", None) if waiting else None
+        recent = idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE
+        if recent and len(waiting) < max(2 * self.limit, 16):
+            # The oldest open one is not quiet yet: a new connection instead.  Past twice the
+            # crawl's task count (at least 16; a fast host at high concurrency) the oldest is
+            # reused, so the sockets held stay bounded.
+            return None
         connection = await super()._get(key, traces)
         if connection is not None and isinstance(connection.protocol, _StrictResponseHandler):
             connection.protocol.idle_since = None
