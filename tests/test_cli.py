@@ -45,7 +45,7 @@ async def test_crawl_prints_summary(site: Site, tmp_path: Path, capsys: pytest.C
 async def test_one_of_a_kind_is_singular(
     site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """ "1 page", "1 WARC file", "1 record": never "1 pages"."""
+    """ "1 page", "1 WARC file": never "1 pages"."""
     site.page("/", "<title>Alone</title><p>a single page</p>")
     archive = tmp_path / "a"
     crawl = ["crawl", site.url("/"), "-o", str(archive), *FAST, "--disable-plugin", "sitemap"]

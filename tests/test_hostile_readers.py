@@ -332,7 +332,7 @@ def test_reindex_of_a_file_that_is_not_a_warc(tmp_path: Path) -> None:
     ran = run_archiver("reindex", "--warc", disguised, good, "-o", tmp_path / "y", cwd=tmp_path)
     assert ran.code == 1 and "Traceback" not in ran.err, ran
     assert f"{tmp_path / 'y' / 'warc' / disguised.name}: offset 0: not a WARC record" in ran.err
-    assert "indexed 1 page from" in ran.out
+    assert "indexed 1 page from 2 WARC files" in ran.out
 
 
 # -- export temporaries ---------------------------------------------------------------------
