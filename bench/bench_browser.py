@@ -92,8 +92,19 @@ class Sampler(threading.Thread):
                 self.peak[key] = max(self.peak[key], value)
 
 
-def measure(name: str, tabs: int, command: list[str], workdir: Path, timeout: float) -> Run:
-    out, err = workdir / f"{name}.out", workdir / f"{name}.err"
+@dataclass(frozen=True)
+class Sampled:
+    """How a command ran: its exit code, wall and CPU seconds, and its tree's peak RSS by role."""
+
+    code: int
+    wall_seconds: float
+    cpu_seconds: float
+    peak: dict[str, int]
+
+
+def run_sampled(command: list[str], out: Path, err: Path, timeout: float) -> Sampled:
+    """Run `command` in a session of its own, its output to `out` and `err`, sampling its
+    process tree's memory; the whole tree is ended after `timeout` seconds or when it exits."""
     with out.open("wb") as stdout, err.open("wb") as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -110,7 +121,14 @@ def measure(name: str, tabs: int, command: list[str], workdir: Path, timeout: fl
         sampler.join()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-    if os.waitstatus_to_exitcode(status) != 0:
+    code = os.waitstatus_to_exitcode(status)
+    return Sampled(code, wall, usage.ru_utime + usage.ru_stime, dict(sampler.peak))
+
+
+def measure(name: str, tabs: int, command: list[str], workdir: Path, timeout: float) -> Run:
+    out, err = workdir / f"{name}.out", workdir / f"{name}.err"
+    ran = run_sampled(command, out, err, timeout)
+    if ran.code != 0:
         raise SystemExit(f"{name}: archiver failed; see {err}")
     report = json.loads(out.read_text())
     plugins = report.get("plugins", {})
@@ -120,11 +138,11 @@ def measure(name: str, tabs: int, command: list[str], workdir: Path, timeout: fl
         tabs=tabs,
         pages=int(report["pages"]),
         rendered=int(plugins.get("browser.pages", 0)),
-        wall_seconds=wall,
-        cpu_seconds=usage.ru_utime + usage.ru_stime,
-        peak_browser_rss_mb=sampler.peak["browser"] / mb,
-        peak_driver_rss_mb=sampler.peak["driver"] / mb,
-        peak_tree_rss_mb=sampler.peak["tree"] / mb,
+        wall_seconds=ran.wall_seconds,
+        cpu_seconds=ran.cpu_seconds,
+        peak_browser_rss_mb=ran.peak["browser"] / mb,
+        peak_driver_rss_mb=ran.peak["driver"] / mb,
+        peak_tree_rss_mb=ran.peak["tree"] / mb,
         notes=int(plugins.get("browser.notes", 0)),
     )
 

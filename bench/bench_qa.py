@@ -18,18 +18,15 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import server as bench_server
-from bench.bench_browser import Sampler, site_for
+from bench.bench_browser import run_sampled, site_for
 from bench.sitegen import DEFAULT_SEED
 from bench.tools import crawl_command
 
@@ -57,21 +54,8 @@ def measure(archive: Path, sample: int, tabs: int, workdir: Path, timeout: float
     command = [sys.executable, "-m", "archiver", "qa", str(archive), "--sample", str(sample)]
     command += ["--tabs", str(tabs), "--json"]
     out, err = workdir / f"qa-{tabs}.out", workdir / f"qa-{tabs}.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        sampler = Sampler(process.pid)
-        sampler.start()
-        timer = threading.Timer(timeout, lambda: os.killpg(process.pid, signal.SIGTERM))
-        timer.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        timer.cancel()
-        sampler.done.set()
-        sampler.join()
-    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: some page lacks something
+    ran = run_sampled(command, out, err, timeout)
+    if ran.code not in (0, 1):  # 1: some page lacks something
         raise SystemExit(f"archiver qa failed; see {err}")
     result = json.loads(out.read_text())
     return Run(
@@ -79,11 +63,11 @@ def measure(archive: Path, sample: int, tabs: int, workdir: Path, timeout: float
         pages=int(result["pages_checked"]),
         complete=int(result["pages_complete"]),
         missing=int(result["missing_resources"]),
-        wall_seconds=wall,
-        cpu_seconds=usage.ru_utime + usage.ru_stime,
-        peak_tree_rss_mb=sampler.peak["tree"] / MB,
-        peak_browser_rss_mb=sampler.peak["browser"] / MB,
-        peak_driver_rss_mb=sampler.peak["driver"] / MB,
+        wall_seconds=ran.wall_seconds,
+        cpu_seconds=ran.cpu_seconds,
+        peak_tree_rss_mb=ran.peak["tree"] / MB,
+        peak_browser_rss_mb=ran.peak["browser"] / MB,
+        peak_driver_rss_mb=ran.peak["driver"] / MB,
     )
 
 
