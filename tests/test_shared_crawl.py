@@ -63,6 +63,20 @@ def test_a_worker_gives_up_waiting_in_one_line(redis_server: RedisServer, tmp_pa
     assert time.monotonic() - started >= 0.6
 
 
+async def both_working(
+    site: Site, server: RedisServer, crawl_id: str, processes: list[asyncio.subprocess.Process], hits: int
+) -> None:
+    """Until the crawl and its worker are both registered and the site has served `hits` requests."""
+    client = server.client()
+    deadline = time.monotonic() + 40
+    try:
+        while sum(site.hits.values()) < hits or client.hlen(f"archiver:{{{crawl_id}}}:workers") < 2:
+            assert time.monotonic() < deadline and all(p.returncode is None for p in processes)
+            await asyncio.sleep(0.02)
+    finally:
+        client.close()
+
+
 @pytest.mark.timeout(150)
 async def test_redis_restarted_empty_stops_every_process_with_what_was_lost(
     site: Site, redis_server: RedisServer, tmp_path: Path
@@ -71,14 +85,7 @@ async def test_redis_restarted_empty_stops_every_process_with_what_was_lost(
     archives = [tmp_path / "w0", tmp_path / "w1"]
     config = write_config(tmp_path / "crawl.toml", lease_seconds=3, max_tasks=4)
     processes = await launch(redis_server, site.url("/"), archives, config, "amnesia")
-    client = redis_server.client()
-    deadline = time.monotonic() + 40
-    try:
-        while sum(site.hits.values()) < 40 or client.hlen("archiver:{amnesia}:workers") < 2:
-            assert time.monotonic() < deadline and all(p.returncode is None for p in processes)
-            await asyncio.sleep(0.02)
-    finally:
-        client.close()
+    await both_working(site, redis_server, "amnesia", processes, hits=40)
     assert redis_server.process is not None
     redis_server.process.kill()  # no persistence: it comes back empty
     redis_server.process.wait()
@@ -141,14 +148,7 @@ async def test_control_through_one_worker_reaches_every_process(
     archives = [tmp_path / "w0", tmp_path / "w1"]
     config = write_config(tmp_path / "crawl.toml", max_tasks=2)
     processes = await launch(redis_server, site.url("/"), archives, config, "steer")
-    client = redis_server.client()
-    deadline = time.monotonic() + 40
-    try:
-        while sum(site.hits.values()) < 20 or client.hlen("archiver:{steer}:workers") < 2:
-            assert time.monotonic() < deadline and all(p.returncode is None for p in processes)
-            await asyncio.sleep(0.02)
-    finally:
-        client.close()
+    await both_working(site, redis_server, "steer", processes, hits=20)
 
     async def control(*args: str) -> str:
         process = await asyncio.create_subprocess_exec(

@@ -209,6 +209,21 @@ class Browser:
                     await playwright.stop()
 
 
+async def until_quiet(activity: Callable[[], tuple[int, float]], deadline: float) -> bool:
+    """Wait until no request was pending for QUIET_SECONDS; False when `deadline` came first.
+
+    `activity` gives (requests pending, when the last one began or ended)."""
+    while True:
+        pending, last = activity()
+        now = time.monotonic()
+        quiet_at = last + QUIET_SECONDS
+        if pending == 0 and now >= quiet_at:
+            return True
+        if now >= deadline:
+            return False
+        await asyncio.sleep(min(max(quiet_at - now, 0.05), deadline - now))
+
+
 class PageSession:
     """One page in its own context; `run` never raises for what the page does."""
 
@@ -352,15 +367,7 @@ class PageSession:
             self.result.screenshot = await page.screenshot(type="png", full_page=full, animations="disabled")
 
     async def _quiet(self, deadline: float) -> bool:
-        """Wait until no request was pending for QUIET_SECONDS; False when `deadline` came first."""
-        while True:
-            now = time.monotonic()
-            quiet_at = self._last_activity + QUIET_SECONDS
-            if self._pending == 0 and now >= quiet_at:
-                return True
-            if now >= deadline:
-                return False
-            await asyncio.sleep(min(max(quiet_at - now, 0.05), deadline - now))
+        return await until_quiet(lambda: (self._pending, self._last_activity), deadline)
 
     # -- what the page asks for --------------------------------------------------------
 

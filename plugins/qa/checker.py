@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from ..browser.render import CHROMIUM_ARGS, FULL_PAGE_MAX_HEIGHT, HEIGHT_SCRIPT, SCROLL_SCRIPT, VIEWPORT
+from ..browser.render import (
+    CHROMIUM_ARGS,
+    FULL_PAGE_MAX_HEIGHT,
+    HEIGHT_SCRIPT,
+    SCROLL_SCRIPT,
+    VIEWPORT,
+    until_quiet,
+)
 from ..web.library import Library
 from ..web.replay import FRAME, REPLAY_PREFIX, replay_path
 from .compare import SCREEN_SCRIPT, text_of, text_score
@@ -49,7 +56,6 @@ DIRECTIVE_TYPES = {
 """The resource type of a request the page's Content-Security-Policy stopped, by the directive that did."""
 KEEP_SCREENSHOT_BELOW = 0.99
 """A replay screenshot scoring below this is kept, to be shown beside the capture's."""
-QUIET_SECONDS = 0.5
 CLOSE_TIMEOUT = 10.0
 MAX_CONSOLE_ERRORS = 20
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
@@ -338,14 +344,7 @@ class PageCheck:
         return text_score(text_of(self.capture.dom), text_of(dom))
 
     async def _quiet(self, deadline: float) -> bool:
-        while True:
-            now = time.monotonic()
-            quiet_at = self._last_activity + QUIET_SECONDS
-            if self._pending == 0 and now >= quiet_at:
-                return True
-            if now >= deadline:
-                return False
-            await asyncio.sleep(min(max(quiet_at - now, 0.05), deadline - now))
+        return await until_quiet(lambda: (self._pending, self._last_activity), deadline)
 
     # -- what the page asks for ------------------------------------------------------
 
