@@ -175,7 +175,7 @@ def last_fetched_url(archive: Path) -> str:
         lines = log_file.read().splitlines()[1:]
     for line in reversed(lines):
         record = json.loads(line)
-        if record.get("outcome") == "fetched" and record.get("status") == 200:
+        if record.get("outcome") == "fetched":
             return str(record["url"])
     raise SystemExit("no fetched URL at the end of the crawl log")
 
@@ -207,11 +207,27 @@ def one_size(pages: int, args: argparse.Namespace) -> dict[str, Any]:
         )
         sampler.done.set()
         sampler.join()
+    log(f"{pages}: crawl exited {measured.returncode} after {measured.wall_seconds:.1f} s")
     if measured.returncode != 0 or measured.timed_out:
         raise SystemExit(
             f"{pages}: crawl exited {measured.returncode}: {(workdir / 'stderr').read_text()[-800:]}"
         )
     report = json.loads((workdir / "stdout").read_text())
+    row.update(
+        wall_s=round(measured.wall_seconds, 1),
+        crawl_s=round(float(report.get("wall_seconds") or 0), 1),
+        cpu_s=round(measured.user_seconds + measured.system_seconds, 1),
+        peak_rss_mb={name: round(kb / 1024) for name, kb in measured.process_peaks_kb.items()},
+    )
+    measure_archive(archive, row, args.rounds, sampler.peak)
+    log(f"{pages}: {json.dumps(row)}")
+    if not args.keep:
+        subprocess.run(["rm", "-rf", str(workdir)], check=False)
+    return row
+
+
+def measure_archive(archive: Path, row: dict[str, Any], rounds: int, peak_disk: int = 0) -> None:
+    """What the archive holds per URL, and how fast search, status and why answer over it."""
     fetched = fetched_count(archive)
     final = disk_bytes(archive)
     sizes = {
@@ -223,24 +239,15 @@ def one_size(pages: int, args: argparse.Namespace) -> dict[str, Any]:
     }
     row.update(
         crawl_log_lines=fetched,
-        wall_s=round(measured.wall_seconds, 1),
-        crawl_s=round(float(report.get("wall_seconds") or 0), 1),
-        cpu_s=round(measured.user_seconds + measured.system_seconds, 1),
-        peak_rss_mb={name: round(kb / 1024) for name, kb in measured.process_peaks_kb.items()},
         final_mb=round(final / 1e6, 1),
-        peak_disk_mb=round(max(sampler.peak, final) / 1e6, 1),
+        peak_disk_mb=round(max(peak_disk, final) / 1e6, 1),
         bytes_per_page={name: round(size / fetched) for name, size in sizes.items()},
     )
-    texts = queries(archive)
-    row["search"] = search_latency(archive, texts, args.rounds)
+    row["search"] = search_latency(archive, queries(archive), rounds)
     url = last_fetched_url(archive)
     row["status_s"] = statistics.median(command_seconds(["status", str(archive)]) for _ in range(3))
     row["why_s"] = statistics.median(command_seconds(["why", str(archive), url]) for _ in range(3))
     row["load_at_end"] = load()
-    log(f"{pages}: {json.dumps(row)}")
-    if not args.keep:
-        subprocess.run(["rm", "-rf", str(workdir)], check=False)
-    return row
 
 
 def fetched_count(archive: Path) -> int:
@@ -293,9 +300,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="search rounds, each in a new process")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds allowed per crawl")
     parser.add_argument("--keep", action="store_true", help="keep the archives")
+    parser.add_argument(
+        "--archive", type=Path, help="only measure this archive (sizes, search, status, why): no crawl"
+    )
     parser.add_argument("--output", type=Path, default=BENCH / "results" / "scale.json")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
+    if args.archive:
+        row: dict[str, Any] = {"pages": "-", "load_at_start": load()}
+        measure_archive(args.archive, row, args.rounds)
+        print(json.dumps(row, indent=2))
+        return 0
     rows = [one_size(pages, args) for pages in args.sizes]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(rows, indent=2) + "\n")

@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from .spool import pending_in
-from .store import MARKER, DamagedIndexError, MissingIndexError, index_root, open_index, spool_path
+from .store import (
+    MARKER,
+    DamagedIndexError,
+    MissingIndexError,
+    index_root,
+    open_index,
+    searchable_pages,
+    spool_path,
+)
 
 
 def status_lines(archive: Path) -> list[tuple[str, Any]] | None:
@@ -21,7 +29,7 @@ def status_lines(archive: Path) -> list[tuple[str, Any]] | None:
         lines.append(("search index", "none yet"))
     else:
         try:
-            lines.append(("pages searchable", ix.doc_count()))
+            lines.append(("pages searchable", searchable_pages(ix)))
         finally:
             ix.close()
     pending = pending_in(spool_path(archive))

@@ -25,6 +25,7 @@ from whoosh.filedb.filestore import FileStorage
 from archiver.errors import ArchiveError, ArchiveLockedError
 
 from .extract import extract
+from .mapped import MappedStorage
 from .schema import make_schema, site_terms
 
 INDEX_NAME = "MAIN"
@@ -111,8 +112,9 @@ def open_index(archive: Path, *, mapped: bool = True) -> Any:
     try:
         if _torn_toc(folder):
             raise TypeError("zero-length table of contents")
-        ix = FileStorage(str(folder), supports_mmap=mapped).open_index(INDEX_NAME)
-        ix.doc_count()
+        storage = MappedStorage(str(folder)) if mapped else FileStorage(str(folder), supports_mmap=False)
+        ix = storage.open_index(INDEX_NAME)
+        searchable_pages(ix)
     except whoosh_index.EmptyIndexError:
         raise MissingIndexError(
             f"{archive} has no search index yet; build one with: archiver reindex {archive}"
@@ -120,6 +122,12 @@ def open_index(archive: Path, *, mapped: bool = True) -> Any:
     except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
         raise DamagedIndexError(damaged_message(archive)) from exc
     return ix
+
+
+def searchable_pages(ix: Any) -> int:
+    """The index's live documents, from its table of contents: whoosh's ``doc_count()`` opens a
+    reader on every segment (term dictionaries included) only to add up these numbers."""
+    return sum(segment.doc_count() for segment in ix._read_toc().segments)
 
 
 def writer_storage(folder: Path) -> FileStorage:
