@@ -64,6 +64,8 @@ _RECORD_COLUMNS = (
 LEVEL = 1
 """zlib's level for spooled pages: HTML shrinks about 5x at level 1, for little CPU in the
 spool's thread (never the crawl's event loop)."""
+WAL_PAGES = 64
+"""Pages (of 4 KiB) the write-ahead log holds before it is checkpointed and cut back."""
 SHRINK_PAGES = 256
 """Free pages (of 4 KiB) the file holds before a caught-up writer gives them back."""
 
@@ -78,6 +80,10 @@ class Spool:
         self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect in a new file only
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # each group commit adds a few 4 KiB pages to the log: checkpoint it often and cut it
+        # back, or it grows to megabytes for a backlog of references of a few hundred kilobytes
+        self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+        self._db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(pending)")}
         if "packed" not in columns:  # a spool of an earlier version: its rows are plain
