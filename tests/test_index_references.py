@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.index.lines import RecordLines, Stored
+from archiver_plugins.index.recover import bring_in_line
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import PACKED, REFERENCE, Spool, pending_in
 from archiver_plugins.index.store import Capture, RecordRef, spool_path
@@ -28,11 +29,11 @@ from archiver_plugins.index.writer import Control, run
 from archiver_plugins.warc.reader import open_archive
 from archiver_plugins.warc.records import RecordMaker, payload_digest
 from archiver_plugins.warc.warcfile import WarcFile
-from test_index_resume import indexable_in_warcs, indexed, kill_group_when, start_group
+from test_index_resume import forget, indexable_in_warcs, indexed, kill_group_when, start_group
 
 from archiver.model import Page
 from archiver.status import archive_status
-from archiver.testing import Site, make_page
+from archiver.testing import CrawlFn, Site, make_page
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from index_pages import pages
@@ -291,3 +292,20 @@ async def test_sigkill_with_references_spooled_then_resume(site: Site, tmp_path:
     urls, count = indexed(archive)
     assert set(urls) == set(archived) and max(urls.values()) == 1 and count == len(urls)
     assert pending_in(spool) == 0
+
+
+async def test_resume_spools_the_pages_the_index_missed_as_references(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    site.loose_web(12, images=True)
+    first = await crawl_archive(site.url("/p0"), plugins=PLUGINS, frontier="sqlite")
+    archive = first.archive
+    urls, _ = indexed(archive)
+    lost = sorted(urls)[:3]
+    forget(archive, lost)
+    assert set(indexed(archive)[0]) == set(urls) - set(lost)
+    assert bring_in_line(archive) == 3
+    assert rows_by_kind(archive) == {REFERENCE: 3}
+    run(archive, 100, 1e9, 200_000, control=Control("drain"), lock_wait=0)
+    after, count = indexed(archive)
+    assert set(after) == set(urls) and count == len(urls)
