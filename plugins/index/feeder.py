@@ -50,8 +50,6 @@ class IndexFeeder:
         self._thread: threading.Thread | None = None
         self._spool: Spool | None = None
         self._lines: RecordLines | None = None
-        self.references = 0
-        """Pages spooled as references to their WARC records (the others are copies)."""
         self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -213,7 +211,6 @@ class IndexFeeder:
         for (number, _), record in zip(looked, found, strict=True):
             if record is not None:
                 captures[number] = replace(captures[number], record=record)
-                self.references += 1
         return captures
 
     def _settle(self, batch: asyncio.Future[None] | None, error: BaseException | None) -> None:

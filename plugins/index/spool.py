@@ -6,14 +6,14 @@ So the crawl never waits for whoosh, a slow writer only makes the spool longer, 
 killed writer (or a Ctrl-C) loses nothing: the next writer starts from the first row left.
 
 A page the WARC files hold is spooled as a reference to its response record (file, offset,
-length, URI and payload digest: about 200 bytes a page), read back when the page is indexed;
+length, URI and payload digest: about 250 bytes a page), read back when the page is indexed;
 a backlog then costs the disk almost nothing beside the WARC files that hold the same bytes.
 A page no WARC record holds (no WARC written, a revisit, a rendered DOM) is kept as a copy,
 zlib-compressed (a fifth of its HTML).  A reference whose record cannot be read back, or
 reads as another URI, second or payload, is skipped with a warning, never indexed in its
 place.  Once the writer has caught up the file gives its free pages back (SQLite's
-incremental vacuum, a full VACUUM for a spool made before), so an empty spool is a few
-kilobytes rather than the size of its largest backlog.
+incremental vacuum, a full VACUUM for a spool made before), so an empty spool is at most a
+megabyte rather than the size of its largest backlog.
 """
 
 from __future__ import annotations
@@ -115,11 +115,6 @@ class Spool:
             (after, limit),
         ).fetchall()
         return [(row[0], self._capture(row[1:])) for row in rows]
-
-    def references(self) -> int:
-        """Rows that are references to WARC records rather than copies."""
-        (count,) = self._db.execute("SELECT count(*) FROM pending WHERE packed = ?", (REFERENCE,)).fetchone()
-        return int(count)
 
     def urls(self, after: int, limit: int) -> list[tuple[int, str]]:
         """(row id, url) of the next rows, without their content."""
