@@ -31,6 +31,8 @@ from ..warc.surt import surt
 from .store import RecordRef
 
 LINES_SUFFIX = ".cdxj.open"
+READ_SIZE = 1 << 20
+"""Bytes of lines read at a time: a large file met late (another crawl's) is read in steps."""
 KEPT_LINES = 8192
 """Lines kept for pages not handed over yet: the records of the pages in flight (their
 requisites' lines included) are a few hundred at most; an older one evicted only costs a copy."""
@@ -105,12 +107,11 @@ class RecordLines:
     def _read_new(self) -> None:
         for name, handle in list(self._files.items()):
             try:
-                data = handle.read()
-                gone = os.fstat(handle.fileno()).st_nlink == 0
+                gone = os.fstat(handle.fileno()).st_nlink == 0  # before the read: then read whole
+                while data := handle.read(READ_SIZE):
+                    self._take(name, data)
             except OSError:
-                data, gone = b"", True
-            if data:
-                self._take(name, data)
+                gone = True
             if gone:  # rotated out and read to its end: its last lines are kept
                 handle.close()
                 del self._files[name]
