@@ -74,24 +74,28 @@ async def crawl_started(crawl: Crawl) -> None:
     crawl.stats["index.pending"] = feeder.lag
 
 
-@hookimpl
+@hookimpl(trylast=True)  # after the WARC writer wrote the page: the spool refers to its record
 async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     feeder = crawl.stash.get(FEEDER_KEY, None)
     if feeder is None or page.unchanged:  # an update's unchanged page: indexed already
         return
     from .extract import is_indexable  # loaded by crawl_started: a lookup in sys.modules
+    from .lines import Stored
     from .store import Capture
 
     if is_indexable(page.status, page.content_type) and page.content:
+        time = capture_time(page)
+        whole = page.body and not page.truncated and not page.decode_error
         await feeder.put(
             Capture(
                 url=page.url,
-                time=capture_time(page),
+                time=time,
                 status=page.status,
                 content_type=page.content_type,
                 encoding=page.encoding,
                 content=page.content,
-            )
+            ),
+            Stored(page.request_target or page.url, time, page.status, page.body) if whole else None,
         )
         crawl.stats["index.queued"] += 1
     crawl.stats["index.pending"] = feeder.lag

@@ -2,7 +2,9 @@
 
 `page_fetched` hands its page to one thread that writes pages to the on-disk spool, and
 returns only once the page is committed there: the crawl marks a URL done after its
-hooks return, so a page whose URL is done is never lost to a kill.  The thread commits
+hooks return, so a page whose URL is done is never lost to a kill.  A page the WARC files
+hold already is spooled as a reference to its record, found by the thread in the CDXJ lines
+the WARC writer has just written (lines.py), not as a copy of the page.  The thread commits
 whatever arrived while the previous transaction ran as one transaction and settles one
 asyncio future for that whole batch (group commit: no per-page commit, no per-page wake-up
 of the event loop).  The same thread keeps an eye on the writer process: it restarts a
@@ -20,10 +22,12 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from archiver.errors import ArchiveError, exhausted
 
+from .lines import RecordLines, Stored
 from .settings import IndexSettings
 from .spool import Spool
 from .store import EXIT_EXHAUSTED, Capture, spool_path
@@ -45,11 +49,12 @@ class IndexFeeder:
         self._process: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._spool: Spool | None = None
+        self._lines: RecordLines | None = None
         self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._arrived = threading.Condition()
-        self._waiting: list[Capture] = []
+        self._waiting: list[tuple[Capture, Stored | None]] = []
         """Pages handed over by `put` and not yet in a spool transaction."""
         self._batch: asyncio.Future[None] | None = None
         """Settled when the pages in `_waiting` are committed to the spool."""
@@ -61,6 +66,7 @@ class IndexFeeder:
         """Open the spool and start the spool thread; the writer process is started by
         that thread, once there is something to index, so the crawl never waits for it."""
         self._spool = Spool(spool_path(self.archive))
+        self._lines = RecordLines(self.archive / "warc")
         self.pending = self._spool.pending()
         self._thread = threading.Thread(target=self._run, name="index-spool", daemon=True)
         self._thread.start()
@@ -122,8 +128,9 @@ class IndexFeeder:
 
     # -- the crawl's side ----------------------------------------------------------------
 
-    async def put(self, capture: Capture) -> None:
-        """Return once `capture` is committed to the on-disk spool (never blocks the loop)."""
+    async def put(self, capture: Capture, stored: Stored | None = None) -> None:
+        """Return once `capture` is committed to the on-disk spool (never blocks the loop);
+        `stored` finds its WARC record, which the spool then refers to instead of a copy."""
         self._check()
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
@@ -132,7 +139,7 @@ class IndexFeeder:
                 if self._error is not None or self._ended:
                     raise ArchiveError(f"cannot spool pages for the index: {self._error or 'closed'}")
                 if len(self._waiting) < self.options.queue_size or self._batch is None:
-                    self._waiting.append(capture)
+                    self._waiting.append((capture, stored))
                     batch = self._batch
                     if batch is None:
                         batch = self._batch = self._loop.create_future()
@@ -164,6 +171,9 @@ class IndexFeeder:
                 self._error = exc
                 batch, self._batch = self._batch, None
             self._settle(batch, exc)
+        finally:
+            if self._lines is not None:
+                self._lines.close()
 
     def _spool_pages(self) -> None:
         assert self._spool is not None
@@ -177,7 +187,7 @@ class IndexFeeder:
                 ended = self._ended
             if pages:
                 try:
-                    self._spool.add(pages)
+                    self._spool.add(self._referenced(pages))
                 except BaseException as exc:
                     self._settle(batch, exc)
                     raise
@@ -191,6 +201,17 @@ class IndexFeeder:
                 self._watch_writer()
             if ended and not pages:
                 return
+
+    def _referenced(self, pages: list[tuple[Capture, Stored | None]]) -> list[Capture]:
+        """The pages, each with its WARC record when the CDXJ lines show it."""
+        assert self._lines is not None
+        looked = [(number, stored) for number, (_, stored) in enumerate(pages) if stored is not None]
+        captures = [capture for capture, _ in pages]
+        found = self._lines.locate([stored for _, stored in looked])
+        for (number, _), record in zip(looked, found, strict=True):
+            if record is not None:
+                captures[number] = replace(captures[number], record=record)
+        return captures
 
     def _settle(self, batch: asyncio.Future[None] | None, error: BaseException | None) -> None:
         """Wake the pages waiting for `batch`: one call into the event loop per transaction."""

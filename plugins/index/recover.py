@@ -5,8 +5,9 @@ done, so a kill between the two leaves a page that is archived, not indexed, and
 fetched again (resuming marks it done from the WARC).  So on resume the newest indexable
 capture of every URL in the WARC files (found through their CDXJ, which costs no payload
 reads) is compared with what the index and the spool already hold, and only the missing
-ones are read back from the WARC files and spooled.  The index keeps one document per
-URL, so a page spooled again replaces its earlier copy instead of adding a second.
+ones are read back from the WARC files and spooled (as references to their records).  The
+index keeps one document per URL, so a page spooled again replaces its earlier copy instead
+of adding a second.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from archiver.errors import ArchiveError, ArchiveLockedError
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .reindex import MAX_CONTENT, media_type
 from .spool import Spool
-from .store import DAMAGE_ERRORS, Capture, WriterLock, open_index, spool_path, whoosh_dir
+from .store import DAMAGE_ERRORS, Capture, RecordRef, WriterLock, open_index, spool_path, whoosh_dir
 
 log = logging.getLogger("archiver.index")
 
@@ -68,6 +69,8 @@ def newest_indexable(archive: Path) -> dict[str, Any]:
 
 
 def _read(warcs: Any, found: Any) -> Capture | None:
+    from ..warc.records import payload_digest
+
     try:
         response = warcs.read(found)
         media, charset = media_type(response.header("Content-Type"))
@@ -80,7 +83,10 @@ def _read(warcs: Any, found: Any) -> Capture | None:
     if not content:
         return None
     encoding = sniff_encoding(content, charset)
-    return Capture(found.url, found.timestamp, response.status, media, encoding, content)
+    record = None
+    if not found.is_revisit and found.digest and payload_digest(response.payload) == found.digest:
+        record = RecordRef(found.filename, found.offset, found.length, found.url, found.digest)
+    return Capture(found.url, found.timestamp, response.status, media, encoding, content, record=record)
 
 
 def _missing(archive: Path) -> tuple[Any, list[Any]]:

@@ -5,21 +5,35 @@ writer process reads them in order, deleting rows only after the index committed
 So the crawl never waits for whoosh, a slow writer only makes the spool longer, and a
 killed writer (or a Ctrl-C) loses nothing: the next writer starts from the first row left.
 
-The spool is a copy of the backlog, on top of the WARC files that hold the same pages: each
-page is kept zlib-compressed (a fifth of its HTML), and once the writer has caught up the
-file gives its free pages back (SQLite's incremental vacuum, a full VACUUM for a spool made
-before), so an empty spool is a few kilobytes rather than the size of its largest backlog.
+A page the WARC files hold is spooled as a reference to its response record (file, offset,
+length, URI and payload digest: about 250 bytes a page), read back when the page is indexed;
+a backlog then costs the disk almost nothing beside the WARC files that hold the same bytes.
+A page no WARC record holds (no WARC written, a revisit, a rendered DOM) is kept as a copy,
+zlib-compressed (a fifth of its HTML).  A reference whose record cannot be read back, or
+reads as another URI, second or payload, is skipped with a warning, never indexed in its
+place.  Once the writer has caught up the file gives its free pages back (SQLite's
+incremental vacuum, a full VACUUM for a spool made before), so an empty spool is at most a
+megabyte rather than the size of its largest backlog.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .store import Capture
+from archiver.errors import ArchiverError
+
+from .store import Capture, RecordRef
+
+if TYPE_CHECKING:
+    from ..warc.reader import WarcArchive
+
+log = logging.getLogger("archiver.index")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -30,12 +44,28 @@ CREATE TABLE IF NOT EXISTS pending (
     content_type TEXT NOT NULL,
     encoding TEXT,
     content BLOB NOT NULL,
-    packed INTEGER NOT NULL DEFAULT 0
+    packed INTEGER NOT NULL DEFAULT 0,
+    record_file TEXT,
+    record_offset INTEGER,
+    record_length INTEGER,
+    record_target TEXT,
+    record_digest TEXT
 )
 """
+PLAIN, PACKED, REFERENCE = 0, 1, 2
+"""`packed`: the page as it came, zlib-compressed, or in the WARC record the row names."""
+_RECORD_COLUMNS = (
+    "record_file TEXT",
+    "record_offset INTEGER",
+    "record_length INTEGER",
+    "record_target TEXT",
+    "record_digest TEXT",
+)
 LEVEL = 1
 """zlib's level for spooled pages: HTML shrinks about 5x at level 1, for little CPU in the
 spool's thread (never the crawl's event loop)."""
+WAL_PAGES = 64
+"""Pages (of 4 KiB) the write-ahead log holds before it is checkpointed and cut back."""
 SHRINK_PAGES = 256
 """Free pages (of 4 KiB) the file holds before a caught-up writer gives them back."""
 
@@ -50,34 +80,41 @@ class Spool:
         self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect in a new file only
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # each group commit adds a few 4 KiB pages to the log: checkpoint it often and cut it
+        # back, or it grows to megabytes for a backlog of references of a few hundred kilobytes
+        self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+        self._db.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(pending)")}
         if "packed" not in columns:  # a spool of an earlier version: its rows are plain
             with self._db:
                 self._db.execute("ALTER TABLE pending ADD COLUMN packed INTEGER NOT NULL DEFAULT 0")
+        for column in _RECORD_COLUMNS:  # ... or copies
+            if column.split()[0] not in columns:
+                with self._db:
+                    self._db.execute(f"ALTER TABLE pending ADD COLUMN {column}")
+        self._warcs: WarcArchive | None = None
 
     def add(self, captures: Iterable[Capture]) -> int:
-        """Append pages in one transaction; returns the id of the last row."""
+        """Append pages in one transaction (a reference for a page whose `record` is known,
+        else a compressed copy); returns the id of the last row."""
         with self._db:
             self._db.execute("BEGIN")
             cursor = self._db.executemany(
-                "INSERT INTO pending (url, time, status, content_type, encoding, content, packed)"
-                " VALUES (?, ?, ?, ?, ?, ?, 1)",
-                [
-                    (c.url, c.time, c.status, c.content_type, c.encoding, zlib.compress(c.content, LEVEL))
-                    for c in captures
-                ],
+                f"INSERT INTO pending ({_CAPTURE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [_row(c) for c in captures],
             )
             del cursor
             row = self._db.execute("SELECT max(id) FROM pending").fetchone()
         return int(row[0] or 0)
 
-    def read(self, after: int, limit: int) -> list[tuple[int, Capture]]:
+    def read(self, after: int, limit: int) -> list[tuple[int, Capture | None]]:
+        """The next rows, in order; None for a row whose WARC record cannot be read back."""
         rows = self._db.execute(
             f"SELECT id, {_CAPTURE} FROM pending WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit),
         ).fetchall()
-        return [(row[0], _capture(row[1:])) for row in rows]
+        return [(row[0], self._capture(row[1:])) for row in rows]
 
     def urls(self, after: int, limit: int) -> list[tuple[int, str]]:
         """(row id, url) of the next rows, without their content."""
@@ -89,30 +126,24 @@ class Spool:
         ]
 
     def rows(self, row_ids: list[int]) -> Iterator[Capture]:
-        """The captures of the given rows, in order, read a few at a time."""
-        for start in range(0, len(row_ids), 32):
-            chunk = row_ids[start : start + 32]
-            marks = ",".join("?" * len(chunk))
-            yield from (
-                _capture(row)
-                for row in self._db.execute(
-                    f"SELECT {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
-                    chunk,
-                ).fetchall()
-            )
+        """The captures of the given rows, in order, read a few at a time (those whose WARC
+        record cannot be read back left out)."""
+        for _row_id, capture in self.rows_with_ids(row_ids):
+            yield capture
 
     def rows_with_ids(self, row_ids: list[int]) -> Iterator[tuple[int, Capture]]:
-        """(row id, capture) of the given rows still spooled, in order, a few at a time."""
+        """(row id, capture) of the given rows still spooled, in order, a few at a time
+        (those whose WARC record cannot be read back left out)."""
         for start in range(0, len(row_ids), 32):
             chunk = row_ids[start : start + 32]
             marks = ",".join("?" * len(chunk))
-            yield from (
-                (int(row[0]), _capture(row[1:]))
-                for row in self._db.execute(
-                    f"SELECT id, {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
-                    chunk,
-                ).fetchall()
-            )
+            for row in self._db.execute(
+                f"SELECT id, {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
+                chunk,
+            ).fetchall():
+                capture = self._capture(row[1:])
+                if capture is not None:
+                    yield int(row[0]), capture
 
     def delete_ids(self, row_ids: list[int]) -> None:
         """Delete the given rows, in one transaction."""
@@ -158,13 +189,64 @@ class Spool:
     def close(self) -> None:
         self._db.close()
 
+    def _capture(self, row: tuple[Any, ...]) -> Capture | None:
+        url, time, status, content_type, encoding, content, packed, *where = row
+        if packed == REFERENCE:
+            record = RecordRef(*where)
+            content = self._read_back(url, time, record)
+            if content is None:
+                return None
+            return Capture(url, time, status, content_type, encoding, content, record=record)
+        plain = zlib.decompress(content) if packed else content
+        return Capture(url, time, status, content_type, encoding, plain)
 
-_CAPTURE = "url, time, status, content_type, encoding, content, packed"
+    def _read_back(self, url: str, time: str, record: RecordRef) -> bytes | None:
+        """The page's content from its WARC record, decoded as the crawl decoded it; None
+        (and a warning) when the record is gone or is not the page's."""
+        from ..warc.capture import Capture as Line
+        from ..warc.reader import open_archive
+        from ..warc.records import payload_digest
+
+        try:
+            if self._warcs is None:
+                self._warcs = open_archive(self.path.parent.parent / "warc")
+            line = Line(
+                url=record.target,
+                timestamp=time,
+                status=None,
+                mime=None,
+                digest=record.digest,
+                length=record.length,
+                offset=record.offset,
+                filename=record.filename,
+            )
+            response = self._warcs.read(line)
+            stamp = "".join(_DIGITS.findall(response.date))[:14]
+            at = f"the record at {record.filename}:{record.offset}"
+            if response.url != record.target or stamp != time:
+                raise ArchiverError(f"{at} is {response.url} of {stamp}")
+            if payload_digest(response.payload) != record.digest:
+                raise ArchiverError(f"{at} holds another payload")
+            return response.content(response.limits.max_decoded_size)  # the crawl's own cap
+        except (OSError, ArchiverError, ValueError) as exc:
+            log.warning("index: skipped %s: its WARC record cannot be read back (%s)", url, exc)
+            return None
 
 
-def _capture(row: tuple[Any, ...]) -> Capture:
-    url, time, status, content_type, encoding, content, packed = row
-    return Capture(url, time, status, content_type, encoding, zlib.decompress(content) if packed else content)
+_CAPTURE = (
+    "url, time, status, content_type, encoding, content, packed,"
+    " record_file, record_offset, record_length, record_target, record_digest"
+)
+_DIGITS = re.compile(r"\d+")
+
+
+def _row(capture: Capture) -> tuple[Any, ...]:
+    head = (capture.url, capture.time, capture.status, capture.content_type, capture.encoding)
+    record = capture.record
+    if record is None:
+        return (*head, zlib.compress(capture.content, LEVEL), PACKED, None, None, None, None, None)
+    where = (record.filename, record.offset, record.length, record.target, record.digest)
+    return (*head, b"", REFERENCE, *where)
 
 
 def pending_in(path: Path) -> int:

@@ -49,6 +49,21 @@ class MissingIndexError(ArchiveError):
 
 
 @dataclass(frozen=True, slots=True)
+class RecordRef:
+    """Where the WARC files hold a page's response: what the spool keeps instead of a copy.
+
+    `target` is the record's WARC-Target-URI and `digest` its WARC-Payload-Digest
+    (``sha1:BASE32``), checked when the record is read back, so that a record that is not
+    the page (a file cut back or replaced since) is never indexed in its place."""
+
+    filename: str
+    offset: int
+    length: int
+    target: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
 class Capture:
     """One successful page as the writer receives it: what the crawl or a WARC record gave."""
 
@@ -62,6 +77,9 @@ class Capture:
     title: str = ""
     """The title its source gave (a WACZ's pages.jsonl: the page as its browser showed it),
     which goes before the one the HTML holds."""
+    record: RecordRef | None = None
+    """The WARC record holding `content`, when one is known: the spool then keeps this
+    reference and reads the content back from the record when the page is indexed."""
 
 
 def index_root(archive: Path) -> Path:

@@ -166,7 +166,8 @@ def run(
             spent = time.process_time()
             rows = spool.read(after=last, limit=32)
             for row_id, capture in rows:
-                batcher.add(capture)
+                if capture is not None:  # None: its WARC record is gone (said as a warning)
+                    batcher.add(capture)
                 last = row_id
                 if control.mode == "stop":
                     break
