@@ -71,7 +71,7 @@ class MappedStorage(FileStorage):  # type: ignore[misc]
     ``MappedFile.subset`` instead of mapping the file again and copying its parts."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(path, supports_mmap=False, readonly=True)
+        super().__init__(path, supports_mmap=False)
 
     def open_file(self, name: str, **kwargs: Any) -> Any:
         with open(self._fpath(name), "rb") as handle:
