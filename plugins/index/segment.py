@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
+from whoosh.codec.whoosh3 import W3PostingsWriter, W3Segment
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
@@ -176,7 +176,7 @@ class _Codec(Codec):
         )
 
     def new_segment(self, storage: Any, indexname: str) -> Any:
-        return W3Segment(W3Codec(), indexname)
+        return W3Segment(Codec(), indexname)
 
 
 class _PostingsWriter(W3PostingsWriter):  # type: ignore[misc]

@@ -41,7 +41,8 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
-from .blocks import LEVEL
+from . import postblocks, terminfo
+from .blocks import LEVEL, CompactTermsReader
 from .segment import FieldLengths, SegmentBuilder
 
 SEGMENTS_PER_TIER = 32
@@ -158,6 +159,9 @@ def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[in
     index is read `CHUNK` bytes at a time and its records parsed here: read record by
     record through whoosh's compound file, it cost more than the merge's writing."""
     terms = reader._terms
+    if isinstance(terms, CompactTermsReader):
+        yield from _compact_terms(terms, number)
+        return
     tindex = terms._tindex
     unmap = terms._fieldunmap
     dbfile = tindex.dbfile
@@ -188,6 +192,30 @@ def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[in
         yield unmap[fieldid], key[_FIELD.size :], number, where
 
 
+def _compact_terms(terms: CompactTermsReader, number: int) -> Iterator[tuple[str, bytes, int, Any]]:
+    """`_terms` of a segment of the compact codec."""
+    unmap = terms._fieldunmap
+    for key, value in terms._tindex.items():
+        (fieldid,) = _FIELD.unpack_from(key)
+        extent = terminfo.read_extent(value)
+        where: Any = terminfo.decode(value) if extent is None else extent
+        yield unmap[fieldid], key[_FIELD.size :], number, where
+
+
+def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """`_blocks` of a term of the compact codec."""
+    offset, length = where
+    raw = reader._terms._postfile.get(offset, length)
+    at = 0
+    previous = 0
+    while at < length:
+        head, start, size = postblocks.decode_head(raw, at, previous)
+        data = postblocks.Data(head, raw[start : start + size], format_)
+        yield data.ids, data.weights, data.values()
+        previous = head["maxid"]
+        at = start + size
+
+
 def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
     """A term's postings as (ids, weights, values) a block at a time, deleted documents
     included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
@@ -196,6 +224,9 @@ def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, A
         if weights is None:  # all 1.0
             weights = (1.0,) * len(ids)
         yield ids, weights, tuple(b"" if value is None else value for value in values)
+        return
+    if isinstance(reader._terms, CompactTermsReader):
+        yield from _compact_blocks(reader, where, format_)
         return
     offset, length = where
     raw = reader._terms._postfile.get(offset, length)

@@ -1,0 +1,306 @@
+"""A term's postings in compact blocks, and the matcher that reads them.
+
+whoosh 3's block is a 4-byte length, a pickled header tuple (count, last id, largest
+weight, compression, length bytes: ~25 bytes) and a pickle of the id gaps, the weights
+(a float each where they differ: 9 bytes) and the values (a position list is a 4-byte
+count and pickle opcodes, two bytes a position).  Here a block is
+
+    head byte (compressed, how weights are kept, whole max weight) | count |
+    last id - the previous block's last id | max weight | min, max length bytes |
+    data length | data
+
+with varints, and its data (zlib-compressed when that makes it smaller) the id gaps from
+the previous block's last id, then the weights, then the values: a position list as its
+count and position gaps, a count as itself, any other value its length and bytes.  The
+weights of a positions or counts field are the counts (a term's occurrences in the page):
+they are not kept again.  A term's last block is the one that ends where its postings end
+(the term info records their length).
+
+`CompactMatcher` is whoosh's `W3LeafMatcher` reading these blocks; its values are the bytes
+whoosh's formats decode (positions as `postings.compact_positions` makes them), so phrase
+queries, scoring and block skipping are whoosh's own.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from array import array
+from itertools import accumulate
+from pickle import loads
+from typing import Any
+
+from whoosh.codec.whoosh3 import W3LeafMatcher
+from whoosh.formats import Frequency, Positions
+from whoosh.system import pack_uint, unpack_uint
+from whoosh.util.numeric import byte_to_length
+
+from . import varint
+from .postings import compact_positions
+
+COMPRESSED = 1
+WEIGHTS_ONE, WEIGHTS_COUNTS, WEIGHTS_WHOLE, WEIGHTS_FLOAT = 0, 2, 4, 6
+WEIGHTS_MASK = 6
+WHOLE_MAX = 8
+SMALLEST_COMPRESSED = 24
+"""Data shorter than this is kept as it is: zlib's header and checksum take 6 bytes."""
+RAW, POSITIONS, COUNTS = 0, 1, 2
+"""How a field's values are kept, by its format."""
+_DOUBLE = struct.Struct("<d")
+_WHOLE_LIMIT = 1 << 52
+
+
+def value_kind(format_: Any) -> int:
+    kind = type(format_)
+    if kind is Positions:
+        return POSITIONS
+    if kind is Frequency:
+        return COUNTS
+    return RAW
+
+
+class Encoder:
+    """Encodes the blocks of one field's terms (values decoded once per distinct value)."""
+
+    def __init__(self, format_: Any, level: int) -> None:
+        self.kind = value_kind(format_)
+        self.fixed = format_.fixed_value_size() if format_ is not None else None
+        self.level = level
+        self._memo: dict[bytes, tuple[int, bytes]] = {}
+
+    def _value(self, value: Any) -> tuple[int, bytes]:
+        """(the value's count, its bytes in a block) for positions and counts fields."""
+        found = self._memo.get(value)
+        if found is not None:
+            return found
+        out = bytearray()
+        if self.kind == POSITIONS:
+            text = value if value.endswith(b".") else value + b"."
+            deltas = loads(text[4:])
+            for delta in deltas:
+                varint.put(out, delta)
+            count = len(deltas)
+        else:
+            count = unpack_uint(value[:4])[0]
+        found = (count, bytes(out))
+        if len(self._memo) < 1 << 16:
+            self._memo[value] = found
+        return found
+
+    def block(
+        self,
+        ids: list[int],
+        weights: list[float],
+        values: list[Any],
+        previous: int,
+        small: int,
+        big: int,
+    ) -> bytes:
+        """One block: `ids` ascending after `previous` (the last id of the block before, 0
+        for the first), `small` and `big` the least and greatest length bytes."""
+        data = bytearray()
+        put = varint.put
+        last = previous
+        for docnum in ids:
+            put(data, docnum - last)
+            last = docnum
+        kind = self.kind
+        if kind == RAW:
+            encoded = b""
+            counts: list[int] = []
+        else:
+            pairs = list(map(self._value, values))
+            counts = [count for count, _ in pairs]
+            encoded = b"".join([part for _, part in pairs])
+        head = 0
+        if all(weight == 1.0 for weight in weights):
+            head |= WEIGHTS_ONE
+        elif counts and all(weight == count for weight, count in zip(weights, counts, strict=True)):
+            head |= WEIGHTS_COUNTS
+        elif all(weight.is_integer() and 0 <= weight < _WHOLE_LIMIT for weight in weights):
+            head |= WEIGHTS_WHOLE
+            for weight in weights:
+                put(data, int(weight))
+        else:
+            head |= WEIGHTS_FLOAT
+            data += array("d", weights).tobytes()
+        if kind == RAW:
+            fixed = self.fixed
+            if fixed is None or fixed < 0:
+                for value in values:
+                    if value is None:
+                        data.append(0)
+                    else:
+                        put(data, len(value) + 1)
+                        data += value
+            elif fixed > 0:
+                data += b"".join(values)
+        else:
+            for count in counts:
+                put(data, count)
+            data += encoded
+        if self.level and len(data) >= SMALLEST_COMPRESSED:
+            packed = zlib.compress(data, self.level)
+            if len(packed) < len(data):
+                data = bytearray(packed)
+                head |= COMPRESSED
+        biggest = max(weights)
+        if not biggest > 0:
+            biggest = 0.0
+        out = bytearray((0,))
+        put(out, len(ids))
+        put(out, ids[-1] - previous)
+        if float(biggest).is_integer() and biggest < _WHOLE_LIMIT:
+            head |= WHOLE_MAX
+            put(out, int(biggest))
+        else:
+            out += _DOUBLE.pack(biggest)
+        out.append(small)
+        out.append(big)
+        put(out, len(data))
+        out[0] = head
+        return bytes(out + data)
+
+
+HEAD_BYTES = 48
+"""A block's head is at most this long (the data length follows the largest fields)."""
+
+
+def decode_head(raw: bytes, at: int, previous: int) -> tuple[dict[str, Any], int, int]:
+    """The head of the block at `at` (its ids after `previous`): (the head's fields, where
+    its data starts, the data's length)."""
+    head = raw[at]
+    count, at = varint.get(raw, at + 1)
+    gap, at = varint.get(raw, at)
+    if head & WHOLE_MAX:
+        number, at = varint.get(raw, at)
+        biggest = float(number)
+    else:
+        (biggest,) = _DOUBLE.unpack_from(raw, at)
+        at += 8
+    small, big = raw[at], raw[at + 1]
+    size, at = varint.get(raw, at + 2)
+    return (
+        {
+            "head": head,
+            "count": count,
+            "previous": previous,
+            "maxid": previous + gap,
+            "maxweight": biggest,
+            "small": small,
+            "big": big,
+        },
+        at,
+        size,
+    )
+
+
+class Data:
+    """A block's data: ids and weights decoded at once, values when asked for."""
+
+    def __init__(self, block: dict[str, Any], data: bytes, format_: Any) -> None:
+        head = block["head"]
+        if head & COMPRESSED:
+            data = zlib.decompress(data)
+        count: int = block["count"]
+        self.count = count
+        gaps, at = varint.get_many(data, 0, count)
+        gaps[0] += block["previous"]
+        self.ids = tuple(accumulate(gaps))
+        mode = head & WEIGHTS_MASK
+        weights: Any = None
+        if mode == WEIGHTS_WHOLE:
+            numbers, at = varint.get_many(data, at, count)
+            weights = array("f", numbers)
+        elif mode == WEIGHTS_FLOAT:
+            weights = array("f", array("d", data[at : at + 8 * count]))
+            at += 8 * count
+        self.kind = kind = value_kind(format_)
+        self.format = format_
+        self.counts: list[int] = []
+        if kind != RAW:
+            self.counts, at = varint.get_many(data, at, count)
+        if mode == WEIGHTS_ONE:
+            weights = array("f", (1.0,)) * count
+        elif mode == WEIGHTS_COUNTS:
+            weights = array("f", self.counts)
+        self.weights = weights
+        self._data = data
+        self._at = at
+
+    def values(self) -> tuple[Any, ...]:
+        """The values as whoosh's format decodes them."""
+        data, at, count = self._data, self._at, self.count
+        found: list[Any]
+        kind = self.kind
+        if kind == POSITIONS:
+            found = []
+            get_many = varint.get_many
+            for many in self.counts:
+                deltas, at = get_many(data, at, many)
+                found.append(compact_positions(many, deltas))
+            return tuple(found)
+        if kind == COUNTS:
+            return tuple(map(pack_uint, self.counts))
+        fixed = self.format.fixed_value_size()
+        if fixed is None or fixed < 0:
+            found = []
+            for _ in range(count):
+                size, at = varint.get(data, at)
+                if size:
+                    found.append(data[at : at + size - 1])
+                    at += size - 1
+                else:
+                    found.append(None)
+            return tuple(found)
+        if fixed == 0:
+            return (None,) * count
+        return tuple(data[at + i * fixed : at + (i + 1) * fixed] for i in range(count))
+
+
+class CompactMatcher(W3LeafMatcher):  # type: ignore[misc]
+    """whoosh's leaf matcher over `postblocks` blocks (`_goto` and `_read_*` replaced)."""
+
+    _block: dict[str, Any] | None = None
+    _data: Any
+
+    def _read_header(self) -> None:
+        self._baseoffset = self._startoffset
+        self._end = self._startoffset + self._length
+
+    def _goto(self, position: int) -> None:
+        previous = 0 if position == self._baseoffset or self._block is None else self._block["maxid"]
+        raw = self._postfile.get(position, min(HEAD_BYTES, self._end - position))
+        block, start, size = decode_head(raw, 0, previous)
+        self._block = block
+        self._data = self._ids = self._weights = self._values = None
+        self._i = 0
+        self._dataoffset = position + start
+        self._nextoffset = position + start + size
+        self._lastblock = self._nextoffset >= self._end
+        self._blocklength = block["count"]
+        self._maxid = block["maxid"]
+        self._maxweight = block["maxweight"]
+        self._compression = block["head"] & COMPRESSED
+        self._minlength = byte_to_length(block["small"])
+        self._maxlength = byte_to_length(block["big"])
+
+    def _read_data(self) -> None:
+        assert self._block is not None
+        data = self._postfile.get(self._dataoffset, self._nextoffset - self._dataoffset)
+        self._data = Data(self._block, data, self.format)
+
+    def _read_ids(self) -> None:
+        if self._data is None:
+            self._read_data()
+        self._ids = self._data.ids
+
+    def _read_weights(self) -> None:
+        if self._data is None:
+            self._read_data()
+        self._weights = self._data.weights
+
+    def _read_values(self) -> None:
+        if self._data is None:
+            self._read_data()
+        self._values = self._data.values()
