@@ -218,6 +218,9 @@ class Data:
         self.kind = kind = value_kind(format_)
         self.format = format_
         self.counts: list[int] = []
+        self.values_at = at
+        """Where the values (their counts first) start in the decompressed data."""
+        self.size = len(data)
         if kind != RAW:
             self.counts, at = varint.get_many(data, at, count)
         if mode == WEIGHTS_ONE:

@@ -108,7 +108,17 @@ class TermFileReader:
     """Look-ups and in-order walks of a term file (`dbfile` as whoosh's storage opens it)."""
 
     def __init__(self, dbfile: Any, length: int) -> None:
+        """Closes `dbfile` when it is not a whole term file."""
         self.dbfile = dbfile
+        try:
+            self._open(length)
+        except BaseException:
+            dbfile.close()
+            raise
+        self._cache: OrderedDict[int, tuple[list[bytes], list[bytes]]] = OrderedDict()
+
+    def _open(self, length: int) -> None:
+        dbfile = self.dbfile
         if length < len(MAGIC) + _TRAILER.size or dbfile.get(0, len(MAGIC)) != MAGIC:
             raise TermFileError("not a compact term file")
         offset, size, magic = _TRAILER.unpack(dbfile.get(length - _TRAILER.size, _TRAILER.size))
@@ -118,7 +128,6 @@ class TermFileReader:
         self.extras: dict[str, Any] = extras
         self._firsts: list[bytes] = firsts
         self._offsets: list[int] = offsets
-        self._cache: OrderedDict[int, tuple[list[bytes], list[bytes]]] = OrderedDict()
 
     def block(self, number: int) -> tuple[list[bytes], list[bytes]]:
         """The keys and values of block `number`."""
