@@ -1,6 +1,7 @@
-"""`SegmentBuilder` writes the segments whoosh's own writer writes: read back through stock
-whoosh, every field, term, posting block, length and stored field is the same, and so are
-searches, snippets, suggestions, replaced pages and tiered merges."""
+"""`SegmentBuilder` writes, in the compact codec's files, what whoosh's own writer writes:
+read back through whoosh's readers, every field, term, posting block, length and stored
+field is the same, and so are searches, snippets, suggestions, replaced pages and tiered
+merges."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from archiver_plugins.index import postblocks, tiers
-from archiver_plugins.index.blocks import CompactTermsReader
+from archiver_plugins.index.blocks import Codec, CompactTermsReader
 from archiver_plugins.index.search import close_all, search
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.store import Capture, create_index, make_document, whoosh_dir
@@ -207,7 +208,7 @@ def test_every_posting_block_length_and_stored_field_is_whooshs(built: tuple[Pat
 
 
 def test_blocks_are_compressed_and_single_postings_inlined(built: tuple[Path, Path]) -> None:
-    """What makes the builder's segment smaller than whoosh's, read by stock whoosh."""
+    """What makes the builder's segment smaller than whoosh's."""
     from whoosh import index
 
     sizes = [sum(f.stat().st_size for f in whoosh_dir(archive).iterdir()) for archive in built]
@@ -327,18 +328,21 @@ def test_replaced_pages_and_tiered_merges_read_the_same(
         close_all()
 
 
-def test_a_reader_segment_is_what_whoosh_reads(built: tuple[Path, Path]) -> None:
-    """The segment names whoosh's own codec: a reader of stock whoosh opens it."""
+def test_a_segment_names_the_codec_that_reads_it(built: tuple[Path, Path]) -> None:
+    """whoosh's `open_dir` finds the compact codec in the segment it opens; the segment
+    written by whoosh's writer names whoosh's codec."""
     from whoosh import index
 
-    ix = index.open_dir(str(whoosh_dir(built[1])))
-    (segment,) = ix._segments()
-    assert type(segment.codec()) is W3Codec
-    reader = SegmentReader(ix.storage, ix.schema, segment)
-    try:
-        assert reader.doc_count() == len(documents())
-    finally:
-        reader.close()
+    for archive, codec in zip(built, (W3Codec, Codec), strict=True):
+        ix = index.open_dir(str(whoosh_dir(archive)))
+        (segment,) = ix._segments()
+        assert type(segment.codec()) is codec
+        reader = SegmentReader(ix.storage, ix.schema, segment)
+        try:
+            assert reader.doc_count() == len(documents())
+            assert isinstance(reader._terms, CompactTermsReader) is (codec is Codec)
+        finally:
+            reader.close()
 
 
 def test_positions_take_fewer_bytes_and_whoosh_decodes_them() -> None:

@@ -280,3 +280,49 @@ def test_reindex_rewrites_an_index_in_whoosh3s_format(tmp_path: Path) -> None:
     assert _found(old) == before
     sizes = sum(f.stat().st_size for f in whoosh_dir(old).iterdir())
     assert sizes < 0.6 * sum(f.stat().st_size for f in FIXTURE.iterdir())
+
+
+def test_a_schema_with_term_vectors_takes_whooshs_path_into_the_compact_files(tmp_path: Path) -> None:
+    """`SegmentBuilder` sends such a schema's postings through whoosh's pool and the field
+    writer's `start_term`/`add`/`finish_term`: the same postings as whoosh's writer."""
+    from test_index_builder import contents
+    from whoosh.fields import ID, TEXT, Schema
+    from whoosh.writing import SegmentWriter
+
+    schema = Schema(url=ID(stored=True, unique=True), body=TEXT(vector=True, stored=True), tag=ID)
+    docs = [
+        {
+            "url": f"u{n}",
+            "body": f"event loop {n % 7} queue " * (1 + n % 3) + "naïve 中文",
+            "tag": f"t{n % 4}",
+        }
+        for n in range(300)
+    ]
+    found = []
+    for stock in (True, False):
+        folder = tmp_path / ("stock" if stock else "builder")
+        folder.mkdir()
+        ix = create_index(folder, schema)
+        writer = SegmentWriter(ix, codec=W3Codec()) if stock else SegmentBuilder(ix)
+        for doc in docs:
+            writer.add_document(**doc)
+        writer.commit(merge=False)
+        ix = FileIndex(ix.storage, ix.schema, ix.indexname)
+        assert _codecs_of(ix) == [W3Codec if stock else Codec]
+        found.append(contents(ix))
+        with ix.searcher() as searcher:
+            vector = list(searcher.vector_as("weight", 5, "body"))
+            hits = [hit["url"] for hit in searcher.search(_parse(schema, '"loop 5 queue"'), limit=None)]
+        found.append((vector, hits))
+    assert found[2] == found[0]
+    assert found[3] == found[1] and found[1][1]
+
+
+def _codecs_of(ix: Any) -> list[type]:
+    return [type(segment.codec()) for segment in ix._segments()]
+
+
+def _parse(schema: Any, text: str) -> Any:
+    from whoosh.qparser import QueryParser
+
+    return QueryParser("body", schema).parse(text)

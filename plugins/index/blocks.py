@@ -1,21 +1,19 @@
-"""A segment's terms and posting blocks written a term at a time, in whoosh 3's format.
+"""The compact codec: a segment's terms and postings written a term at a time, and read.
 
-whoosh's `W3PostingsWriter` takes a posting per call (type checks, array appends, running
-minima and maxima) and its term index a term per call (three writes, a `tell`).  With a
-term's postings already in hand (`postings.py`), `FieldWriter.add_terms` cuts them into
-blocks of `blocklimit` and encodes each block as `W3PostingsWriter._write_block` does (the
-delta-encoded ids, the weights reduced to None, one number or a tuple, the values as the
-format keeps them, the block's count, last id, largest weight, compression and length
-bytes), builds the `W3TermInfo` bytes, and writes postings and term index in large
-writes.  The files are whoosh's own: `tests/test_index_builder.py` reads every posting
-back through stock whoosh and compares it with what whoosh's writer makes.
+whoosh's `W3PostingsWriter` takes a posting per call and its term index a term per call.
+With a term's postings already in hand (`postings.py`), `FieldWriter.add_terms` cuts them
+into blocks of `blocklimit`, encodes each block (`postblocks.py`: varints, zlib where that
+makes it smaller, weights not kept twice), builds the term's info (`terminfo.py`) and adds
+it to the term file (`termfile.py`: sorted, front-coded, compressed blocks of terms), in
+large writes.  A term of one posting (most terms of a segment: rare words, names, numbers)
+keeps it in its term info instead of a block of its own.
 
-Two choices whoosh's reader allows and its writer does not make keep the postings small:
-every block is zlib-compressed when that makes it smaller (each block says whether it is),
-and a term of one posting (most terms of a segment: rare words, names, numbers) keeps it
-inlined in its term info, pickled with protocol 3, instead of a block of its own in the
-postings file with its own header and a pointer to it (whoosh reads inlined postings of
-any term; its writer's `inlinelimit` test never passes).
+`Codec` is whoosh 3's codec with these files: the segments it writes name it, and whoosh
+opens them through `Codec.terms_reader` (`CompactTermsReader`, `CompactMatcher`); a segment
+written before names whoosh's `W3Codec` and is read by whoosh's own reader.  Searching,
+scoring, phrase queries and merging are whoosh's (and `tiers.py`'s) on either:
+`tests/test_index_builder.py` compares every posting, block and search with what whoosh's
+own writer makes.
 """
 
 from __future__ import annotations
@@ -31,9 +29,11 @@ from whoosh.reading import TermNotFound
 from whoosh.system import pack_ushort
 from whoosh.util.numeric import length_to_byte
 
-from . import terminfo
-from .postblocks import CompactMatcher, Encoder
+from .postblocks import CompactMatcher, Encoder, whoosh_positions
 from .termfile import TermFileReader, TermFileWriter
+from .terminfo import decode as decode_info
+from .terminfo import doc_frequency as info_doc_frequency
+from .terminfo import encode as encode_info
 
 LEVEL = 1
 """zlib's level for posting blocks: the blocks' pickles of small numbers lose about 40% at
@@ -152,13 +152,15 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
             biggest = rounded if rounded > 0 else 0
             small = lengths[docnum] if lengths is not None else 0
             weights = None if rounded == 1.0 else (rounded,)  # None: whoosh reads 1.0
+            if type(value) is tuple:  # packed positions, copied by a merge
+                value = whoosh_positions(value)
             inlined = ((docnum,), weights, (value or None,))
-            info = terminfo.encode(rounded, 1, small, small, biggest, docnum, docnum, None, inlined)
+            info = encode_info(rounded, 1, small, small, biggest, docnum, docnum, None, inlined)
             return info, []
         parts: list[bytes] = []
         length, stats = self._blocks(flat, parts, self._codec._blocklimit, encoder, lengths)
         total, count, low, high, top, first, last = stats
-        info = terminfo.encode(total, count, low, high, top, first, last, (offset, length), None)
+        info = encode_info(total, count, low, high, top, first, last, (offset, length), None)
         return info, parts
 
     @staticmethod
@@ -265,31 +267,31 @@ class CompactTermsReader(W3TermsReader):  # type: ignore[misc]
 
     def items(self) -> Iterator[tuple[tuple[str, bytes], Any]]:
         decoder = self._keydecoder
-        decode = terminfo.decode
+        decode = decode_info
         return ((decoder(key), decode(value)) for key, value in self._tindex.items())
 
     def items_from(self, fieldname: str, prefix: bytes) -> Iterator[tuple[tuple[str, bytes], Any]]:
         decoder = self._keydecoder
-        decode = terminfo.decode
+        decode = decode_info
         start = self._keycoder(fieldname, prefix)
         return ((decoder(key), decode(value)) for key, value in self._tindex.items_from(start))
 
     def term_info(self, fieldname: str, tbytes: bytes) -> Any:
-        return terminfo.decode(self._value(fieldname, tbytes))
+        return decode_info(self._value(fieldname, tbytes))
 
     def frequency(self, fieldname: str, tbytes: bytes) -> float:
         """Raises KeyError for an absent term, as whoosh's reader expects."""
         value = self._tindex.get(self._keycoder(fieldname, tbytes))
         if value is None:
             raise KeyError(tbytes)
-        return float(terminfo.decode(value).weight())
+        return float(decode_info(value).weight())
 
     def doc_frequency(self, fieldname: str, tbytes: bytes) -> int:
         """Raises KeyError for an absent term, as whoosh's reader expects."""
         value = self._tindex.get(self._keycoder(fieldname, tbytes))
         if value is None:
             raise KeyError(tbytes)
-        return terminfo.doc_frequency(value)
+        return info_doc_frequency(value)
 
     def matcher(self, fieldname: str, tbytes: bytes, format_: Any, scorer: Any = None) -> Any:
         info = self.term_info(fieldname, tbytes)
@@ -339,7 +341,7 @@ class CompactCursor:
         return self._text
 
     def term_info(self) -> Any:
-        return None if self._value is None else terminfo.decode(self._value)
+        return None if self._value is None else decode_info(self._value)
 
     def is_valid(self) -> bool:
         return self._value is not None

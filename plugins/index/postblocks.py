@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from itertools import accumulate
+from itertools import accumulate, compress
 from pickle import loads
 from typing import Any
 
@@ -35,8 +35,11 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint, unpack_uint
 from whoosh.util.numeric import byte_to_length
 
-from . import varint
 from .postings import compact_positions
+from .varint import get as get_varint
+from .varint import get_many as get_varints
+from .varint import put as put_varint
+from .varint import put_many as put_varints
 
 COMPRESSED = 1
 WEIGHTS_ONE, WEIGHTS_COUNTS, WEIGHTS_WHOLE, WEIGHTS_FLOAT = 0, 2, 4, 6
@@ -70,19 +73,19 @@ class Encoder:
 
     def _value(self, value: Any) -> tuple[int, bytes]:
         """(the value's count, its bytes in a block) for positions and counts fields."""
+        if type(value) is tuple:  # packed positions, copied by a merge
+            return value[0], value[1]
         found = self._memo.get(value)
         if found is not None:
             return found
-        out = bytearray()
         if self.kind == POSITIONS:
             text = value if value.endswith(b".") else value + b"."
             deltas = loads(text[4:])
-            for delta in deltas:
-                varint.put(out, delta)
-            count = len(deltas)
+            out = bytearray()
+            put_varints(out, deltas)
+            found = (len(deltas), bytes(out))
         else:
-            count = unpack_uint(value[:4])[0]
-        found = (count, bytes(out))
+            found = (unpack_uint(value[:4])[0], b"")
         if len(self._memo) < 1 << 16:
             self._memo[value] = found
         return found
@@ -99,11 +102,8 @@ class Encoder:
         """One block: `ids` ascending after `previous` (the last id of the block before, 0
         for the first), `small` and `big` the least and greatest length bytes."""
         data = bytearray()
-        put = varint.put
-        last = previous
-        for docnum in ids:
-            put(data, docnum - last)
-            last = docnum
+        put = put_varint
+        put_varints(data, [docnum - last for docnum, last in zip(ids, [previous, *ids], strict=False)])
         kind = self.kind
         if kind == RAW:
             encoded = b""
@@ -119,8 +119,7 @@ class Encoder:
             head |= WEIGHTS_COUNTS
         elif all(weight.is_integer() and 0 <= weight < _WHOLE_LIMIT for weight in weights):
             head |= WEIGHTS_WHOLE
-            for weight in weights:
-                put(data, int(weight))
+            put_varints(data, [int(weight) for weight in weights])
         else:
             head |= WEIGHTS_FLOAT
             data += array("d", weights).tobytes()
@@ -136,8 +135,7 @@ class Encoder:
             elif fixed > 0:
                 data += b"".join(values)
         else:
-            for count in counts:
-                put(data, count)
+            put_varints(data, counts)
             data += encoded
         if self.level and len(data) >= SMALLEST_COMPRESSED:
             packed = zlib.compress(data, self.level)
@@ -162,6 +160,18 @@ class Encoder:
         return bytes(out + data)
 
 
+def whoosh_positions(packed: tuple[int, bytes]) -> bytes:
+    """Packed positions ((count, their gaps as varints), as `Data.packed_values` gives them
+    to a merge) as whoosh's `Positions` format decodes them."""
+    many, gaps = packed
+    deltas, _ = get_varints(gaps, 0, many)
+    return compact_positions(many, deltas)
+
+
+_LAST_BYTES = bytes(1 if byte < 0x80 else 0 for byte in range(256))
+"""A byte that ends a varint -> 1, any other -> 0 (`bytes.translate`)."""
+
+
 HEAD_BYTES = 48
 """A block's head is at most this long (the data length follows the largest fields)."""
 
@@ -170,16 +180,16 @@ def decode_head(raw: bytes, at: int, previous: int) -> tuple[dict[str, Any], int
     """The head of the block at `at` (its ids after `previous`): (the head's fields, where
     its data starts, the data's length)."""
     head = raw[at]
-    count, at = varint.get(raw, at + 1)
-    gap, at = varint.get(raw, at)
+    count, at = get_varint(raw, at + 1)
+    gap, at = get_varint(raw, at)
     if head & WHOLE_MAX:
-        number, at = varint.get(raw, at)
+        number, at = get_varint(raw, at)
         biggest = float(number)
     else:
         (biggest,) = _DOUBLE.unpack_from(raw, at)
         at += 8
     small, big = raw[at], raw[at + 1]
-    size, at = varint.get(raw, at + 2)
+    size, at = get_varint(raw, at + 2)
     return (
         {
             "head": head,
@@ -204,13 +214,13 @@ class Data:
             data = zlib.decompress(data)
         count: int = block["count"]
         self.count = count
-        gaps, at = varint.get_many(data, 0, count)
+        gaps, at = get_varints(data, 0, count)
         gaps[0] += block["previous"]
         self.ids = tuple(accumulate(gaps))
         mode = head & WEIGHTS_MASK
         weights: Any = None
         if mode == WEIGHTS_WHOLE:
-            numbers, at = varint.get_many(data, at, count)
+            numbers, at = get_varints(data, at, count)
             weights = array("f", numbers)
         elif mode == WEIGHTS_FLOAT:
             weights = array("f", array("d", data[at : at + 8 * count]))
@@ -222,7 +232,7 @@ class Data:
         """Where the values (their counts first) start in the decompressed data."""
         self.size = len(data)
         if kind != RAW:
-            self.counts, at = varint.get_many(data, at, count)
+            self.counts, at = get_varints(data, at, count)
         if mode == WEIGHTS_ONE:
             weights = array("f", (1.0,)) * count
         elif mode == WEIGHTS_COUNTS:
@@ -231,6 +241,28 @@ class Data:
         self._data = data
         self._at = at
 
+    def packed_values(self) -> tuple[Any, ...]:
+        """The values as packed positions ((count, their gaps as varints): a merge copies
+        them without decoding them) or, for other formats, as `values` gives them."""
+        if self.kind != POSITIONS:
+            return self.values()
+        gaps = self._data[self._at :]  # the positions are the data's last part
+        found: list[Any] = []
+        start = 0
+        if len(gaps) == sum(self.counts):  # a byte a gap
+            for many in self.counts:
+                found.append((many, gaps[start : start + many]))
+                start += many
+            return tuple(found)
+        ends = list(compress(range(1, len(gaps) + 1), gaps.translate(_LAST_BYTES)))
+        seen = 0
+        for many in self.counts:
+            seen += many
+            end = ends[seen - 1] if many else start
+            found.append((many, gaps[start:end]))
+            start = end
+        return tuple(found)
+
     def values(self) -> tuple[Any, ...]:
         """The values as whoosh's format decodes them."""
         data, at, count = self._data, self._at, self.count
@@ -238,7 +270,7 @@ class Data:
         kind = self.kind
         if kind == POSITIONS:
             found = []
-            get_many = varint.get_many
+            get_many = get_varints
             for many in self.counts:
                 deltas, at = get_many(data, at, many)
                 found.append(compact_positions(many, deltas))
@@ -249,7 +281,7 @@ class Data:
         if fixed is None or fixed < 0:
             found = []
             for _ in range(count):
-                size, at = varint.get(data, at)
+                size, at = get_varint(data, at)
                 if size:
                     found.append(data[at : at + size - 1])
                     at += size - 1

@@ -26,7 +26,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from . import varint
+from .varint import get as get_varint
+from .varint import put as put_varint
 
 MAGIC = b"ArT1"
 BLOCK_TERMS = 64
@@ -75,7 +76,7 @@ class TermFileWriter:
         if not keys:
             return
         out = bytearray()
-        put = varint.put
+        put = put_varint
         previous = b""
         for key, value in zip(keys, values, strict=True):
             shared = 0
@@ -197,7 +198,7 @@ class TermFileReader:
 def decode_block(data: bytes) -> tuple[list[bytes], list[bytes]]:
     keys: list[bytes] = []
     values: list[bytes] = []
-    get = varint.get
+    get = get_varint
     previous = b""
     at = 0
     end = len(data)

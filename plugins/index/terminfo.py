@@ -24,7 +24,8 @@ from typing import Any
 from whoosh.codec.whoosh3 import W3TermInfo
 from whoosh.util.numeric import byte_to_length
 
-from . import varint
+from .varint import get as get_varint
+from .varint import put as put_varint
 
 INLINED = 1
 SINGLE = 2
@@ -59,11 +60,11 @@ def encode(
     `length_to_byte`), `extent` the postings' (offset, length) unless `inlined`."""
     out = bytearray(1)
     flags = 0
-    varint.put(out, df)
+    put_varint(out, df)
     weight = _rounded(weight)
     if weight.is_integer() and 0 <= weight < _WHOLE_LIMIT:
         flags |= WHOLE_WEIGHT
-        varint.put(out, int(weight))
+        put_varint(out, int(weight))
     else:
         out += _FLOAT.pack(weight)
     out.append(minlength)
@@ -71,18 +72,18 @@ def encode(
     maxweight = _rounded(maxweight)
     if maxweight.is_integer() and 0 <= maxweight < _WHOLE_LIMIT:
         flags |= WHOLE_MAX
-        varint.put(out, int(maxweight))
+        put_varint(out, int(maxweight))
     else:
         out += _FLOAT.pack(maxweight)
     if minid is None or maxid is None or minid == _NO_ID:
         flags |= NO_IDS
     else:
-        varint.put(out, minid)
-        varint.put(out, maxid - minid)
+        put_varint(out, minid)
+        put_varint(out, maxid - minid)
     if inlined is None:
         assert extent is not None
-        varint.put(out, extent[0])
-        varint.put(out, extent[1])
+        put_varint(out, extent[0])
+        put_varint(out, extent[1])
     else:
         flags |= INLINED
         ids, weights, values = inlined
@@ -100,7 +101,7 @@ def encode(
             if value is None:
                 out.append(0)
             else:
-                varint.put(out, len(value) + 1)
+                put_varint(out, len(value) + 1)
                 out += value
         else:
             out += dumps(inlined, 4)
@@ -119,9 +120,9 @@ def decode(data: bytes) -> Any:
     """The `W3TermInfo` of `encode`'s bytes."""
     info = W3TermInfo.__new__(W3TermInfo)
     flags = data[0]
-    df, at = varint.get(data, 1)
+    df, at = get_varint(data, 1)
     if flags & WHOLE_WEIGHT:
-        number, at = varint.get(data, at)
+        number, at = get_varint(data, at)
         weight = float(number)
     else:
         (weight,) = _FLOAT.unpack_from(data, at)
@@ -129,7 +130,7 @@ def decode(data: bytes) -> Any:
     minlength, maxlength = data[at], data[at + 1]
     at += 2
     if flags & WHOLE_MAX:
-        number, at = varint.get(data, at)
+        number, at = get_varint(data, at)
         maxweight = float(number)
     else:
         (maxweight,) = _FLOAT.unpack_from(data, at)
@@ -137,8 +138,8 @@ def decode(data: bytes) -> Any:
     minid: int | None = None
     maxid: int | None = None
     if not flags & NO_IDS:
-        minid, at = varint.get(data, at)
-        gap, at = varint.get(data, at)
+        minid, at = get_varint(data, at)
+        gap, at = get_varint(data, at)
         maxid = minid + gap
     info._weight = weight
     info._df = df
@@ -149,10 +150,10 @@ def decode(data: bytes) -> Any:
     info._maxid = maxid
     info._offset = info._length = info._inlined = None
     if not flags & INLINED:
-        info._offset, at = varint.get(data, at)
-        info._length, at = varint.get(data, at)
+        info._offset, at = get_varint(data, at)
+        info._length, at = get_varint(data, at)
     elif flags & SINGLE:
-        size, at = varint.get(data, at)
+        size, at = get_varint(data, at)
         value = data[at : at + size - 1] if size else None
         info._inlined = ((minid,), None if weight == 1.0 else (weight,), (value,))
     else:
@@ -162,7 +163,7 @@ def decode(data: bytes) -> Any:
 
 def doc_frequency(data: bytes) -> int:
     """The term's document count, read alone (queries estimate their sizes with it)."""
-    return varint.get(data, 1)[0]
+    return get_varint(data, 1)[0]
 
 
 def from_whoosh(info: Any) -> bytes:

@@ -41,9 +41,10 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
-from . import postblocks, terminfo
 from .blocks import LEVEL, CompactTermsReader
+from .postblocks import Data, decode_head
 from .segment import FieldLengths, SegmentBuilder
+from .terminfo import decode as decode_info
 
 SEGMENTS_PER_TIER = 32
 """A tier holding this many segments is merged into one segment of the next tier.  A merge
@@ -197,8 +198,8 @@ def _compact_terms(terms: CompactTermsReader, number: int) -> Iterator[tuple[str
     unmap = terms._fieldunmap
     for key, value in terms._tindex.items():
         (fieldid,) = _FIELD.unpack_from(key)
-        extent = terminfo.read_extent(value)
-        where: Any = terminfo.decode(value) if extent is None else extent
+        info = decode_info(value)
+        where: Any = info if info.is_inlined() else (info._offset, info._length)
         yield unmap[fieldid], key[_FIELD.size :], number, where
 
 
@@ -209,9 +210,9 @@ def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterat
     at = 0
     previous = 0
     while at < length:
-        head, start, size = postblocks.decode_head(raw, at, previous)
-        data = postblocks.Data(head, raw[start : start + size], format_)
-        yield data.ids, data.weights, data.values()
+        head, start, size = decode_head(raw, at, previous)
+        data = Data(head, raw[start : start + size], format_)
+        yield data.ids, data.weights, data.packed_values()
         previous = head["maxid"]
         at = start + size
 

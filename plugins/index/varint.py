@@ -16,6 +16,18 @@ def put(out: bytearray, number: int) -> None:
     out.append(number)
 
 
+def put_many(out: bytearray, numbers: list[int]) -> None:
+    """Append each of `numbers` (>= 0); numbers below 128 (most gaps) in one C call."""
+    if not numbers or max(numbers) < 0x80:
+        out += bytes(numbers)
+        return
+    for number in numbers:
+        while number > 0x7F:
+            out.append((number & 0x7F) | 0x80)
+            number >>= 7
+        out.append(number)
+
+
 def get(data: bytes, at: int) -> tuple[int, int]:
     """(the number at `at`, where the next item starts)."""
     byte = data[at]
@@ -35,6 +47,9 @@ def get(data: bytes, at: int) -> tuple[int, int]:
 
 def get_many(data: bytes, at: int, count: int) -> tuple[list[int], int]:
     """(`count` numbers from `at`, where the next item starts)."""
+    chunk = data[at : at + count]
+    if len(chunk) == count and (not chunk or max(chunk) < 0x80):
+        return list(chunk), at + count
     found: list[int] = []
     append = found.append
     for _ in range(count):
