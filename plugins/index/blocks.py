@@ -30,6 +30,7 @@ from whoosh.system import pack_ushort
 from whoosh.util.numeric import length_to_byte
 
 from .postblocks import CompactMatcher, Encoder, whoosh_positions
+from .postings import Packed
 from .termfile import TermFileReader, TermFileWriter
 from .terminfo import decode as decode_info
 from .terminfo import doc_frequency as info_doc_frequency
@@ -152,7 +153,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
             biggest = rounded if rounded > 0 else 0
             small = lengths[docnum] if lengths is not None else 0
             weights = None if rounded == 1.0 else (rounded,)  # None: whoosh reads 1.0
-            if type(value) is tuple:  # packed positions, copied by a merge
+            if type(value) is Packed:  # the analyzer's or a merge's positions
                 value = whoosh_positions(value)
             inlined = ((docnum,), weights, (value or None,))
             info = encode_info(rounded, 1, small, small, biggest, docnum, docnum, None, inlined)

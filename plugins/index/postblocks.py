@@ -17,8 +17,9 @@ they are not kept again.  A term's last block is the one that ends where its pos
 (the term info records their length).
 
 `CompactMatcher` is whoosh's `W3LeafMatcher` reading these blocks; its values are the bytes
-whoosh's formats decode (positions as `postings.compact_positions` makes them), so phrase
-queries, scoring and block skipping are whoosh's own.
+whoosh's formats decode (positions as `postings.compact_positions` makes them), and it
+gives a positions field's positions and counts straight from the block (`value_as`):
+scoring, phrase queries and block skipping are whoosh's own.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint, unpack_uint
 from whoosh.util.numeric import byte_to_length
 
-from .postings import compact_positions
+from .postings import Packed, compact_positions
 from .varint import get as get_varint
 from .varint import get_many as get_varints
 from .varint import put as put_varint
@@ -62,6 +63,12 @@ def value_kind(format_: Any) -> int:
     return RAW
 
 
+def _varint_bytes(number: int) -> bytes:
+    out = bytearray()
+    put_varint(out, number)
+    return bytes(out)
+
+
 class Encoder:
     """Encodes the blocks of one field's terms (values decoded once per distinct value)."""
 
@@ -73,8 +80,9 @@ class Encoder:
 
     def _value(self, value: Any) -> tuple[int, bytes]:
         """(the value's count, its bytes in a block) for positions and counts fields."""
-        if type(value) is tuple:  # packed positions, copied by a merge
-            return value[0], value[1]
+        if type(value) is Packed:  # positions as the analyzer or a merge gives them
+            many, at = get_varint(value, 0)
+            return many, value[at:]
         found = self._memo.get(value)
         if found is not None:
             return found
@@ -160,11 +168,10 @@ class Encoder:
         return bytes(out + data)
 
 
-def whoosh_positions(packed: tuple[int, bytes]) -> bytes:
-    """Packed positions ((count, their gaps as varints), as `Data.packed_values` gives them
-    to a merge) as whoosh's `Positions` format decodes them."""
-    many, gaps = packed
-    deltas, _ = get_varints(gaps, 0, many)
+def whoosh_positions(packed: bytes) -> bytes:
+    """`Packed` positions as whoosh's `Positions` format decodes them."""
+    many, at = get_varint(packed, 0)
+    deltas, _ = get_varints(packed, at, many)
     return compact_positions(many, deltas)
 
 
@@ -240,28 +247,43 @@ class Data:
         self.weights = weights
         self._data = data
         self._at = at
+        self._positions: list[list[int]] | None = None
 
     def packed_values(self) -> tuple[Any, ...]:
-        """The values as packed positions ((count, their gaps as varints): a merge copies
-        them without decoding them) or, for other formats, as `values` gives them."""
+        """The values as `Packed` positions (a merge copies them without decoding them) or,
+        for other formats, as `values` gives them."""
         if self.kind != POSITIONS:
             return self.values()
         gaps = self._data[self._at :]  # the positions are the data's last part
         found: list[Any] = []
         start = 0
         if len(gaps) == sum(self.counts):  # a byte a gap
-            for many in self.counts:
-                found.append((many, gaps[start : start + many]))
-                start += many
-            return tuple(found)
-        ends = list(compress(range(1, len(gaps) + 1), gaps.translate(_LAST_BYTES)))
+            ends = None
+        else:
+            ends = list(compress(range(1, len(gaps) + 1), gaps.translate(_LAST_BYTES)))
         seen = 0
         for many in self.counts:
             seen += many
-            end = ends[seen - 1] if many else start
-            found.append((many, gaps[start:end]))
+            end = start + many if ends is None else ends[seen - 1]
+            head = bytes((many,)) if many < 0x80 else _varint_bytes(many)
+            found.append(Packed(head + gaps[start:end]))
             start = end
         return tuple(found)
+
+    def positions(self) -> list[list[int]]:
+        """Each posting's positions (a positions field's), decoded straight from the block."""
+        found = self._positions
+        if found is not None:
+            return found
+        counts = self.counts
+        numbers, _ = get_varints(self._data, self._at, sum(counts))
+        found = []
+        start = 0
+        for many in counts:
+            found.append(list(accumulate(numbers[start : start + many])))
+            start += many
+        self._positions = found
+        return found
 
     def values(self) -> tuple[Any, ...]:
         """The values as whoosh's format decodes them."""
@@ -334,6 +356,19 @@ class CompactMatcher(W3LeafMatcher):  # type: ignore[misc]
         if self._data is None:
             self._read_data()
         self._weights = self._data.weights
+
+    def value_as(self, astype: str) -> Any:
+        """whoosh's `value_as`; a positions field's positions and counts read from the block
+        without making the bytes whoosh's format would decode them from."""
+        if astype == "positions" or astype == "frequency":
+            if self._data is None:
+                self._read_data()
+            data = self._data
+            if data.kind == POSITIONS:
+                if astype == "frequency":
+                    return data.counts[self._i]
+                return data.positions()[self._i]
+        return super().value_as(astype)
 
     def _read_values(self) -> None:
         if self._data is None:

@@ -10,9 +10,9 @@ and values included), a look-up and an append to add one, and slices to write a 
 blocks (`blocks.py`).
 
 The text fields are analyzed by `OnePassAnalyzer.positions` straight into term ->
-positions, and the values encoded as whoosh's formats read them (`Positions`: the count
-then the pickled position deltas, in the fewest bytes its decoder reads, `compact_positions`;
-`Frequency`: the count).  A value of one position or a
+positions, and the values encoded as the compact codec's blocks keep them (`Positions`:
+`Packed`, the count and the position gaps as varints) or as whoosh's formats read them
+(`Frequency`: the count).  A value of one position or a
 count is the same bytes for every posting that has it: one object is shared (a block's
 pickle then refers to it again instead of repeating it; whoosh reads the same bytes).
 Other fields and formats go through whoosh's `field.index`, whose postings are the same.
@@ -29,6 +29,8 @@ from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
 from .schema import OnePassAnalyzer
+from .varint import put as put_varint
+from .varint import put_many as put_varints
 
 POSITIONS, FREQUENCY, GENERIC = 0, 1, 2
 """How a field's postings are made: positions or counts from `OnePassAnalyzer.positions`,
@@ -45,6 +47,23 @@ POSTING_BYTES = 32
 """Memory of one more posting: three pointers and the list's spare room."""
 VALUE_BYTES = 40
 """Memory of a value of its own (a bytes object), besides its length."""
+PACKED_BYTES = 56
+"""Memory of a `Packed` value of its own, besides its length (a bytes subclass: 16 more)."""
+
+
+class Packed(bytes):
+    """A `Positions` value as the compact codec's posting blocks keep it (`postblocks.py`):
+    the count, then the position gaps, as varints.  whoosh's bytes (`compact_positions`)
+    are made only for a term's single posting, kept in its term info."""
+
+    __slots__ = ()
+
+
+def packed_positions(count: int, deltas: list[int]) -> Packed:
+    out = bytearray()
+    put_varint(out, count)
+    put_varints(out, deltas)
+    return Packed(out)
 
 
 def compact_positions(count: int, deltas: list[int]) -> bytes:
@@ -150,15 +169,15 @@ class Postings:
                 first = poses[0]
                 value = single.get(first)
                 if value is None:
-                    value = compact_positions(1, poses)
+                    value = packed_positions(1, poses)
                     if first < SHARED_POSITIONS:
                         single[first] = value
                     else:
-                        added += len(value) + VALUE_BYTES
+                        added += len(value) + PACKED_BYTES
                 weight = 1.0
             else:
-                value = compact_positions(count, list(map(sub, poses, [0, *poses])))
-                added += len(value) + VALUE_BYTES
+                value = packed_positions(count, list(map(sub, poses, [0, *poses])))
+                added += len(value) + PACKED_BYTES
                 weight = weights[count] if count < 1024 else float(count)
             held = get(term)
             if held is None:
