@@ -7,6 +7,7 @@ and query by query, are compared in `test_index_builder.py`.)"""
 
 from __future__ import annotations
 
+import itertools
 import random
 import shutil
 import sys
@@ -326,3 +327,54 @@ def _parse(schema: Any, text: str) -> Any:
     from whoosh.qparser import QueryParser
 
     return QueryParser("body", schema).parse(text)
+
+
+def test_term_walks_and_lookups_match_whooshs_term_file(tmp_path: Path) -> None:
+    """Prefix walks (`terms_from`, `expand_prefix`, `iter_from`), lexicons, cursors and
+    look-ups of absent terms give what whoosh's own term file gives, at field boundaries
+    and between any two terms."""
+    from whoosh.writing import SegmentWriter
+
+    docs = [make_document(capture, max_chars=1_000_000) for capture in fixture_captures()]
+    readers = []
+    for stock in (True, False):
+        folder = tmp_path / ("stock" if stock else "compact")
+        folder.mkdir()
+        ix = create_index(folder)
+        writer = SegmentWriter(ix, codec=W3Codec()) if stock else SegmentBuilder(ix)
+        for doc in docs:
+            writer.add_document(**doc)
+        writer.commit(merge=False)
+        readers.append(FileIndex(ix.storage, ix.schema, ix.indexname).reader())
+    stock_reader, compact = readers
+    try:
+        assert isinstance(compact._terms, CompactTermsReader)
+        terms = list(stock_reader.all_terms())
+        assert list(compact.all_terms()) == terms
+        fields = sorted({field for field, _ in terms})
+        probes = {text[:cut] for _, text in terms[::7] for cut in (0, 1, 2, len(text))}
+        probes |= {text + b"\x00" for _, text in terms[::11]} | {b"\xff", b"zzzz"}
+        for field in fields:
+            assert list(compact.lexicon(field)) == list(stock_reader.lexicon(field))
+            for probe in sorted(probes):
+                expanded = list(stock_reader.expand_prefix(field, probe))
+                assert list(compact.expand_prefix(field, probe)) == expanded
+                assert list(itertools.islice(compact.terms_from(field, probe), 5)) == list(
+                    itertools.islice(stock_reader.terms_from(field, probe), 5)
+                )
+                assert [term for term, _ in itertools.islice(compact.iter_from(field, probe), 5)] == [
+                    term for term, _ in itertools.islice(stock_reader.iter_from(field, probe), 5)
+                ]
+                assert compact.doc_frequency(field, probe) == stock_reader.doc_frequency(field, probe)
+                assert compact.frequency(field, probe) == stock_reader.frequency(field, probe)
+                assert ((field, probe) in compact) is ((field, probe) in stock_reader)
+            cursors = [reader._terms.cursor(field, compact.schema[field]) for reader in readers]
+            walked: list[list[Any]] = [[], []]
+            for cursor, seen in zip(cursors, walked, strict=True):
+                while cursor.is_valid():
+                    seen.append((cursor.text(), cursor.term_info().doc_frequency()))
+                    cursor.next()
+            assert walked[0] == walked[1]
+    finally:
+        for reader in readers:
+            reader.close()

@@ -35,8 +35,8 @@ BLOCK_TERMS = 64
 block (~64 keys: a few tens of microseconds)."""
 LEVEL = 6
 """zlib's level for the blocks: written once a segment, read a block per looked-up term."""
-CACHED_BLOCKS = 64
-"""Decoded blocks a reader keeps."""
+CACHED_BLOCKS = 16
+"""Decoded blocks a reader keeps (a few KB each): a query looks up a few terms a segment."""
 _TRAILER = struct.Struct("!QI4s")
 
 
