@@ -11,6 +11,7 @@ import itertools
 import random
 import shutil
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,25 @@ def test_term_walks_and_lookups_match_whooshs_term_file(tmp_path: Path) -> None:
     finally:
         for reader in readers:
             reader.close()
+
+
+@pytest.mark.parametrize("where", ["trailer", "first block"])
+def test_a_damaged_compact_term_file_is_reported_as_a_damaged_index(tmp_path: Path, where: str) -> None:
+    from archiver_plugins.index.store import DamagedIndexError
+    from archiver_plugins.index.termfile import MAGIC
+
+    docs = [make_document(capture, max_chars=1_000_000) for capture in fixture_captures()]
+    archive = tmp_path / "archive"
+    _build(archive, [docs])
+    assert _found(archive)[0]
+    (segment,) = whoosh_dir(archive).glob("*.seg")
+    data = bytearray(segment.read_bytes())
+    at = data.rindex(MAGIC) if where == "trailer" else data.index(MAGIC) + len(MAGIC) + 2
+    data[at : at + 4] = b"\xff\x00\xff\x00"
+    segment.write_bytes(bytes(data))
+    try:
+        with pytest.raises(DamagedIndexError, match="archiver reindex") as raised:
+            search(archive, "queue", with_snippets=False)
+        assert isinstance(raised.value.__cause__, TermFileError if where == "trailer" else zlib.error)
+    finally:
+        close_all()
