@@ -401,3 +401,23 @@ def test_a_damaged_compact_term_file_is_reported_as_a_damaged_index(tmp_path: Pa
         assert isinstance(raised.value.__cause__, TermFileError if where == "trailer" else zlib.error)
     finally:
         close_all()
+
+
+@pytest.mark.parametrize(
+    "poses",
+    [[0], [5], [255], [256], [3, 9, 300], [65_535], [65_536], [70_000, 2**31], list(range(0, 6_000, 3))],
+)
+def test_packed_positions_read_back_in_the_fewest_bytes_a_gap(poses: list[int]) -> None:
+    from archiver_plugins.index.positions import from_whoosh, gaps, pack, size, split, to_whoosh
+
+    deltas = [b - a for a, b in zip([0, *poses], poses, strict=False)]
+    packed = pack(len(poses), deltas)
+    assert type(packed) is bytes
+    head, body = split(packed)
+    assert head >> 2 == len(poses) and size(head) == len(body)
+    assert gaps(body, head) == deltas
+    width = 1 if max(deltas) < 256 else 2 if max(deltas) < 65_536 else 4
+    assert len(body) == width * len(poses)
+    assert Positions().decode_positions(to_whoosh(packed)) == poses
+    assert from_whoosh(to_whoosh(packed)) == packed
+    assert from_whoosh(_positions(poses)) == packed

@@ -29,8 +29,8 @@ from whoosh.reading import TermNotFound
 from whoosh.system import pack_ushort
 from whoosh.util.numeric import length_to_byte
 
-from .postblocks import CompactMatcher, Encoder, whoosh_positions
-from .postings import Packed
+from .positions import to_whoosh
+from .postblocks import CompactMatcher, Encoder
 from .termfile import TermFileReader, TermFileWriter
 from .terminfo import decode as decode_info
 from .terminfo import doc_frequency as info_doc_frequency
@@ -113,13 +113,15 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         terms: Iterable[tuple[bytes, list[Any]]],
         lengths: bytes | bytearray | None,
         level: int,
+        packed: bool = False,
     ) -> None:
         """Write the field's `terms` in ascending order: (term bytes, [document, weight,
         value, ...] in document order).  `lengths` holds each document's length byte
         (None: a field without lengths); blocks are compressed at `level` (0: none) where
-        that makes them smaller."""
+        that makes them smaller; `packed`: a positions field's values are packed
+        (`positions.py`), not whoosh's."""
         self.start_field(fieldname, fieldobj)
-        encoder = Encoder(fieldobj.format, level)
+        encoder = Encoder(fieldobj.format, level, packed)
         postfile = self._postfile
         offset = postfile.tell()
         prefix = pack_ushort(self._fieldid)
@@ -153,8 +155,8 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
             biggest = rounded if rounded > 0 else 0
             small = lengths[docnum] if lengths is not None else 0
             weights = None if rounded == 1.0 else (rounded,)  # None: whoosh reads 1.0
-            if type(value) is Packed:  # the analyzer's or a merge's positions
-                value = whoosh_positions(value)
+            if encoder.packed:  # the analyzer's or a merge's positions, packed
+                value = to_whoosh(value)
             inlined = ((docnum,), weights, (value or None,))
             info = encode_info(rounded, 1, small, small, biggest, docnum, docnum, None, inlined)
             return info, []

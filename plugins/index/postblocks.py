@@ -10,8 +10,9 @@ count and pickle opcodes, two bytes a position).  Here a block is
     data length | data
 
 with varints, and its data (zlib-compressed when that makes it smaller) the id gaps from
-the previous block's last id, then the weights, then the values: a position list as its
-count and position gaps, a count as itself, any other value its length and bytes.  The
+the previous block's last id, then the weights, then the values: a positions field's
+heads (count and gap width), then their gaps (`positions.py`), a count as itself, any
+other value its length and bytes.  The
 weights of a positions or counts field are the counts (a term's occurrences in the page):
 they are not kept again.  A term's last block is the one that ends where its postings end
 (the term info records their length).
@@ -27,8 +28,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from itertools import accumulate, compress
-from pickle import loads
+from itertools import accumulate
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3LeafMatcher
@@ -36,7 +36,9 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint, unpack_uint
 from whoosh.util.numeric import byte_to_length
 
-from .postings import Packed, compact_positions
+from .positions import from_whoosh, gaps, split
+from .positions import size as gap_bytes
+from .postings import compact_positions
 from .varint import get as get_varint
 from .varint import get_many as get_varints
 from .varint import put as put_varint
@@ -72,28 +74,24 @@ def _varint_bytes(number: int) -> bytes:
 class Encoder:
     """Encodes the blocks of one field's terms (values decoded once per distinct value)."""
 
-    def __init__(self, format_: Any, level: int) -> None:
+    def __init__(self, format_: Any, level: int, packed: bool = False) -> None:
+        """`packed`: the values of a positions field come packed (`positions.py`), not as
+        whoosh's `Positions` values."""
         self.kind = value_kind(format_)
+        self.packed = packed and self.kind == POSITIONS
         self.fixed = format_.fixed_value_size() if format_ is not None else None
         self.level = level
         self._memo: dict[bytes, tuple[int, bytes]] = {}
 
     def _value(self, value: Any) -> tuple[int, bytes]:
-        """(the value's count, its bytes in a block) for positions and counts fields."""
-        if type(value) is Packed:  # positions as the analyzer or a merge gives them
-            many, at = get_varint(value, 0)
-            return many, value[at:]
+        """(the value's head, its gaps' bytes) for positions fields, (its count, b"") for
+        counts fields."""
+        if self.packed:
+            return split(value)
         found = self._memo.get(value)
         if found is not None:
             return found
-        if self.kind == POSITIONS:
-            text = value if value.endswith(b".") else value + b"."
-            deltas = loads(text[4:])
-            out = bytearray()
-            put_varints(out, deltas)
-            found = (len(deltas), bytes(out))
-        else:
-            found = (unpack_uint(value[:4])[0], b"")
+        found = split(from_whoosh(value)) if self.kind == POSITIONS else (unpack_uint(value[:4])[0], b"")
         if len(self._memo) < 1 << 16:
             self._memo[value] = found
         return found
@@ -118,7 +116,8 @@ class Encoder:
             counts: list[int] = []
         else:
             pairs = list(map(self._value, values))
-            counts = [count for count, _ in pairs]
+            heads = [first for first, _ in pairs]
+            counts = [first >> 2 for first in heads] if kind == POSITIONS else heads
             encoded = b"".join([part for _, part in pairs])
         head = 0
         if all(weight == 1.0 for weight in weights):
@@ -130,7 +129,7 @@ class Encoder:
             put_varints(data, [int(weight) for weight in weights])
         else:
             head |= WEIGHTS_FLOAT
-            data += array("d", weights).tobytes()
+            data += struct.pack(f"<{len(weights)}d", *weights)
         if kind == RAW:
             fixed = self.fixed
             if fixed is None or fixed < 0:
@@ -143,7 +142,7 @@ class Encoder:
             elif fixed > 0:
                 data += b"".join(values)
         else:
-            put_varints(data, counts)
+            put_varints(data, heads)
             data += encoded
         if self.level and len(data) >= SMALLEST_COMPRESSED:
             packed = zlib.compress(data, self.level)
@@ -166,17 +165,6 @@ class Encoder:
         put(out, len(data))
         out[0] = head
         return bytes(out + data)
-
-
-def whoosh_positions(packed: bytes) -> bytes:
-    """`Packed` positions as whoosh's `Positions` format decodes them."""
-    many, at = get_varint(packed, 0)
-    deltas, _ = get_varints(packed, at, many)
-    return compact_positions(many, deltas)
-
-
-_LAST_BYTES = bytes(1 if byte < 0x80 else 0 for byte in range(256))
-"""A byte that ends a varint -> 1, any other -> 0 (`bytes.translate`)."""
 
 
 HEAD_BYTES = 48
@@ -221,24 +209,29 @@ class Data:
             data = zlib.decompress(data)
         count: int = block["count"]
         self.count = count
-        gaps, at = get_varints(data, 0, count)
-        gaps[0] += block["previous"]
-        self.ids = tuple(accumulate(gaps))
+        id_gaps, at = get_varints(data, 0, count)
+        id_gaps[0] += block["previous"]
+        self.ids = tuple(accumulate(id_gaps))
         mode = head & WEIGHTS_MASK
         weights: Any = None
         if mode == WEIGHTS_WHOLE:
             numbers, at = get_varints(data, at, count)
             weights = array("f", numbers)
         elif mode == WEIGHTS_FLOAT:
-            weights = array("f", array("d", data[at : at + 8 * count]))
+            weights = array("f", struct.unpack_from(f"<{count}d", data, at))
             at += 8 * count
         self.kind = kind = value_kind(format_)
         self.format = format_
         self.counts: list[int] = []
+        self.heads: list[int] = []
+        """A positions field's value heads (`positions.py`)."""
         self.values_at = at
-        """Where the values (their counts first) start in the decompressed data."""
+        """Where the values (their counts or heads first) start in the decompressed data."""
         self.size = len(data)
-        if kind != RAW:
+        if kind == POSITIONS:
+            self.heads, at = get_varints(data, at, count)
+            self.counts = [head >> 2 for head in self.heads]
+        elif kind == COUNTS:
             self.counts, at = get_varints(data, at, count)
         if mode == WEIGHTS_ONE:
             weights = array("f", (1.0,)) * count
@@ -249,40 +242,34 @@ class Data:
         self._at = at
         self._positions: list[list[int]] | None = None
 
+    def _bodies(self) -> list[bytes]:
+        """Each posting's position gaps' bytes (a positions field's)."""
+        data, at = self._data, self._at
+        found = []
+        for head in self.heads:
+            end = at + gap_bytes(head)
+            found.append(data[at:end])
+            at = end
+        return found
+
     def packed_values(self) -> tuple[Any, ...]:
-        """The values as `Packed` positions (a merge copies them without decoding them) or,
+        """The values as packed positions (a merge copies them without decoding them) or,
         for other formats, as `values` gives them."""
         if self.kind != POSITIONS:
             return self.values()
-        gaps = self._data[self._at :]  # the positions are the data's last part
-        found: list[Any] = []
-        start = 0
-        if len(gaps) == sum(self.counts):  # a byte a gap
-            ends = None
-        else:
-            ends = list(compress(range(1, len(gaps) + 1), gaps.translate(_LAST_BYTES)))
-        seen = 0
-        for many in self.counts:
-            seen += many
-            end = start + many if ends is None else ends[seen - 1]
-            head = bytes((many,)) if many < 0x80 else _varint_bytes(many)
-            found.append(Packed(head + gaps[start:end]))
-            start = end
-        return tuple(found)
+        return tuple(
+            (bytes((head,)) if head < 0x80 else _varint_bytes(head)) + body
+            for head, body in zip(self.heads, self._bodies(), strict=True)
+        )
 
     def positions(self) -> list[list[int]]:
         """Each posting's positions (a positions field's), decoded straight from the block."""
         found = self._positions
-        if found is not None:
-            return found
-        counts = self.counts
-        numbers, _ = get_varints(self._data, self._at, sum(counts))
-        found = []
-        start = 0
-        for many in counts:
-            found.append(list(accumulate(numbers[start : start + many])))
-            start += many
-        self._positions = found
+        if found is None:
+            found = self._positions = [
+                list(accumulate(gaps(body, head)))
+                for head, body in zip(self.heads, self._bodies(), strict=True)
+            ]
         return found
 
     def values(self) -> tuple[Any, ...]:
@@ -291,12 +278,10 @@ class Data:
         found: list[Any]
         kind = self.kind
         if kind == POSITIONS:
-            found = []
-            get_many = get_varints
-            for many in self.counts:
-                deltas, at = get_many(data, at, many)
-                found.append(compact_positions(many, deltas))
-            return tuple(found)
+            return tuple(
+                compact_positions(head >> 2, gaps(body, head))
+                for head, body in zip(self.heads, self._bodies(), strict=True)
+            )
         if kind == COUNTS:
             return tuple(map(pack_uint, self.counts))
         fixed = self.format.fixed_value_size()

@@ -11,7 +11,7 @@ blocks (`blocks.py`).
 
 The text fields are analyzed by `OnePassAnalyzer.positions` straight into term ->
 positions, and the values encoded as the compact codec's blocks keep them (`Positions`:
-`Packed`, the count and the position gaps as varints) or as whoosh's formats read them
+packed, `positions.py`) or as whoosh's formats read them
 (`Frequency`: the count).  A value of one position or a
 count is the same bytes for every posting that has it: one object is shared (a block's
 pickle then refers to it again instead of repeating it; whoosh reads the same bytes).
@@ -28,9 +28,8 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
+from .positions import from_whoosh, pack
 from .schema import OnePassAnalyzer
-from .varint import put as put_varint
-from .varint import put_many as put_varints
 
 POSITIONS, FREQUENCY, GENERIC = 0, 1, 2
 """How a field's postings are made: positions or counts from `OnePassAnalyzer.positions`,
@@ -47,23 +46,6 @@ POSTING_BYTES = 32
 """Memory of one more posting: three pointers and the list's spare room."""
 VALUE_BYTES = 40
 """Memory of a value of its own (a bytes object), besides its length."""
-PACKED_BYTES = 56
-"""Memory of a `Packed` value of its own, besides its length (a bytes subclass: 16 more)."""
-
-
-class Packed(bytes):
-    """A `Positions` value as the compact codec's posting blocks keep it (`postblocks.py`):
-    the count, then the position gaps, as varints.  whoosh's bytes (`compact_positions`)
-    are made only for a term's single posting, kept in its term info."""
-
-    __slots__ = ()
-
-
-def packed_positions(count: int, deltas: list[int]) -> Packed:
-    out = bytearray()
-    put_varint(out, count)
-    put_varints(out, deltas)
-    return Packed(out)
 
 
 def compact_positions(count: int, deltas: list[int]) -> bytes:
@@ -116,6 +98,8 @@ class Postings:
         length = 0
         text = kind_ != GENERIC  # the field's table is keyed by text, not bytes
         for tbytes, freq, weight, vbytes in field.index(value):
+            if kind_ == POSITIONS:  # the field's values are packed
+                vbytes = from_whoosh(vbytes)
             items.append((tbytes.decode("utf-8") if text else tbytes, weight * boost, vbytes))
             length += freq
         return items, length if field.scorable else 0
@@ -169,15 +153,15 @@ class Postings:
                 first = poses[0]
                 value = single.get(first)
                 if value is None:
-                    value = packed_positions(1, poses)
+                    value = pack(1, poses)
                     if first < SHARED_POSITIONS:
                         single[first] = value
                     else:
-                        added += len(value) + PACKED_BYTES
+                        added += len(value) + VALUE_BYTES
                 weight = 1.0
             else:
-                value = packed_positions(count, list(map(sub, poses, [0, *poses])))
-                added += len(value) + PACKED_BYTES
+                value = pack(count, list(map(sub, poses, [0, *poses])))
+                added += len(value) + VALUE_BYTES
                 weight = weights[count] if count < 1024 else float(count)
             held = get(term)
             if held is None:
@@ -210,6 +194,7 @@ class Postings:
                 terms: Any = ((text, table[text]) for text in sorted(table))
             else:
                 terms = ((text.encode("utf-8"), table[text]) for text in sorted(table))
-            fieldwriter.add_terms(name, schema[name], terms, lengths, level)
+            packed = self.kinds.get(name, GENERIC) == POSITIONS
+            fieldwriter.add_terms(name, schema[name], terms, lengths, level, packed)
             del table
         self.size = 0

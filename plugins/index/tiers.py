@@ -38,10 +38,12 @@ from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
 from whoosh.filedb.filetables import _lengths as _LENGTHS
+from whoosh.formats import Positions
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
 from .blocks import LEVEL, CompactTermsReader
+from .positions import from_whoosh
 from .postblocks import Data, decode_head
 from .segment import FieldLengths, SegmentBuilder
 from .terminfo import decode as decode_info
@@ -128,7 +130,8 @@ def _write_postings(
             continue
         field = schema[fieldname]
         postings = _field_postings(held, field.format, readers, docmaps)
-        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL)
+        packed = type(field.format) is Positions  # `_blocks` gives positions packed
+        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL, packed)
 
 
 def _field_postings(
@@ -219,15 +222,27 @@ def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterat
 
 def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
     """A term's postings as (ids, weights, values) a block at a time, deleted documents
-    included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
+    included; a `Positions` field's values packed (`positions.py`), any other's as whoosh's
+    format reads them."""
+    if isinstance(where, tuple) and isinstance(reader._terms, CompactTermsReader):
+        yield from _compact_blocks(reader, where, format_)
+        return
+    found = _whoosh_blocks(reader, where, format_)
+    if type(format_) is not Positions:
+        yield from found
+        return
+    for ids, weights, values in found:
+        yield ids, weights, tuple(from_whoosh(value) if value else value for value in values)
+
+
+def _whoosh_blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """`_blocks` of inlined postings or whoosh 3's blocks, decoded as `W3LeafMatcher`
+    decodes them from the term's postings read at once."""
     if not isinstance(where, tuple):
         ids, weights, values = where.inlined_postings()
         if weights is None:  # all 1.0
             weights = (1.0,) * len(ids)
         yield ids, weights, tuple(b"" if value is None else value for value in values)
-        return
-    if isinstance(reader._terms, CompactTermsReader):
-        yield from _compact_blocks(reader, where, format_)
         return
     offset, length = where
     raw = reader._terms._postfile.get(offset, length)
