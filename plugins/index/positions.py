@@ -50,17 +50,20 @@ def from_whoosh(value: bytes) -> bytes:
     return pack(len(deltas), deltas)
 
 
-def to_whoosh(packed: bytes) -> bytes:
-    """whoosh's `Positions` value of a packed value (what a term info's inlined posting
-    holds)."""
+def to_whoosh(packed: bytes | tuple[int, bytes]) -> bytes:
+    """whoosh's `Positions` value of a packed value, or of its (head, gaps' bytes) (what a
+    term info's inlined posting holds)."""
     from .postings import compact_positions
 
-    head, body = split(packed)
+    head, body = packed if isinstance(packed, tuple) else split(packed)
     return compact_positions(head >> 2, gaps(body, head))
 
 
 def split(packed: bytes) -> tuple[int, bytes]:
     """(a value's head, its gaps' bytes)."""
+    head = packed[0]
+    if head < 0x80:
+        return head, packed[1:]
     head, at = get_varint(packed, 0)
     return head, packed[at:]
 

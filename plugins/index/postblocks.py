@@ -65,12 +65,6 @@ def value_kind(format_: Any) -> int:
     return RAW
 
 
-def _varint_bytes(number: int) -> bytes:
-    out = bytearray()
-    put_varint(out, number)
-    return bytes(out)
-
-
 class Encoder:
     """Encodes the blocks of one field's terms (values decoded once per distinct value)."""
 
@@ -86,8 +80,8 @@ class Encoder:
     def _value(self, value: Any) -> tuple[int, bytes]:
         """(the value's head, its gaps' bytes) for positions fields, (its count, b"") for
         counts fields."""
-        if self.packed:
-            return split(value)
+        if self.packed:  # bytes from the analyzer, (head, gaps' bytes) from a merge
+            return value if type(value) is tuple else split(value)
         found = self._memo.get(value)
         if found is not None:
             return found
@@ -253,14 +247,11 @@ class Data:
         return found
 
     def packed_values(self) -> tuple[Any, ...]:
-        """The values as packed positions (a merge copies them without decoding them) or,
-        for other formats, as `values` gives them."""
+        """The values as packed positions, each as its (head, gaps' bytes): a merge copies
+        them without decoding them; for other formats, as `values` gives them."""
         if self.kind != POSITIONS:
             return self.values()
-        return tuple(
-            (bytes((head,)) if head < 0x80 else _varint_bytes(head)) + body
-            for head, body in zip(self.heads, self._bodies(), strict=True)
-        )
+        return tuple(zip(self.heads, self._bodies(), strict=True))
 
     def positions(self) -> list[list[int]]:
         """Each posting's positions (a positions field's), decoded straight from the block."""
