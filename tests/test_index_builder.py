@@ -348,7 +348,7 @@ def test_a_segment_names_the_codec_that_reads_it(built: tuple[Path, Path]) -> No
 def test_positions_take_fewer_bytes_and_whoosh_decodes_them() -> None:
     from pickle import dumps
 
-    from archiver_plugins.index.postings import compact_positions
+    from archiver_plugins.index.positions import compact_positions
     from whoosh.formats import Positions
     from whoosh.system import pack_uint
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from archiver_plugins.index import postblocks, terminfo
 from archiver_plugins.index.blocks import Codec, CompactTermsReader
-from archiver_plugins.index.postings import compact_positions
+from archiver_plugins.index.positions import compact_positions
 from archiver_plugins.index.reindex import reindex
 from archiver_plugins.index.search import close_all, search
 from archiver_plugins.index.segment import SegmentBuilder

@@ -6,14 +6,18 @@ varint of count * 4 + width code, then the position gaps, each in 1, 2 or 4 litt
 bytes (the width of the largest gap).  A block keeps the heads together, then the gaps
 (`postblocks.py`).  Fixed widths let `bytes`, `array` and slicing do the work (a varint
 per gap, made and read in Python, cost more CPU than whoosh's pickles); zlib takes back
-most of what a fixed width wastes.
+most of what a fixed width wastes.  `compact_positions` makes whoosh's own value of the
+same positions, for what whoosh's decoders read (a term's single posting, inlined in its
+term info; a matcher's `value`).
 """
 
 from __future__ import annotations
 
 import sys
 from array import array
-from pickle import loads
+from pickle import dumps, loads
+
+from whoosh.system import pack_uint
 
 from .varint import get as get_varint
 from .varint import put as put_varint
@@ -22,6 +26,16 @@ WIDTHS = (1, 2, 4)
 """Bytes a gap, by width code."""
 _TYPES = ("B", "H", "I" if array("I").itemsize == 4 else "L")
 _SWAP = sys.byteorder == "big"
+_COUNTS = tuple(pack_uint(n) for n in range(1024))
+
+
+def compact_positions(count: int, deltas: list[int]) -> bytes:
+    """A `Positions` value: the count, then the position deltas pickled with protocol 1 less
+    its memo mark and its stop (`decode_positions` adds the stop): 4 bytes for one small
+    position where whoosh's protocol 2 takes 9; any whoosh decodes both."""
+    pickled = dumps(deltas, 1)
+    head: bytes = _COUNTS[count] if count < 1024 else pack_uint(count)
+    return head + pickled[:1] + pickled[3:-1]
 
 
 def pack(count: int, deltas: list[int]) -> bytes:
@@ -53,8 +67,6 @@ def from_whoosh(value: bytes) -> bytes:
 def to_whoosh(packed: bytes | tuple[int, bytes]) -> bytes:
     """whoosh's `Positions` value of a packed value, or of its (head, gaps' bytes) (what a
     term info's inlined posting holds)."""
-    from .postings import compact_positions
-
     head, body = packed if isinstance(packed, tuple) else split(packed)
     return compact_positions(head >> 2, gaps(body, head))
 

@@ -18,7 +18,7 @@ they are not kept again.  A term's last block is the one that ends where its pos
 (the term info records their length).
 
 `CompactMatcher` is whoosh's `W3LeafMatcher` reading these blocks; its values are the bytes
-whoosh's formats decode (positions as `postings.compact_positions` makes them), and it
+whoosh's formats decode (positions as `positions.compact_positions` makes them), and it
 gives a positions field's positions and counts straight from the block (`value_as`):
 scoring, phrase queries and block skipping are whoosh's own.
 """
@@ -36,9 +36,8 @@ from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint, unpack_uint
 from whoosh.util.numeric import byte_to_length
 
-from .positions import from_whoosh, gaps, split
+from .positions import compact_positions, from_whoosh, gaps, split
 from .positions import size as gap_bytes
-from .postings import compact_positions
 from .varint import get as get_varint
 from .varint import get_many as get_varints
 from .varint import put as put_varint

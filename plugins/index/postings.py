@@ -21,7 +21,6 @@ Other fields and formats go through whoosh's `field.index`, whose postings are t
 from __future__ import annotations
 
 from operator import sub
-from pickle import dumps
 from typing import Any
 
 from whoosh.formats import Frequency, Positions
@@ -46,15 +45,6 @@ POSTING_BYTES = 32
 """Memory of one more posting: three pointers and the list's spare room."""
 VALUE_BYTES = 40
 """Memory of a value of its own (a bytes object), besides its length."""
-
-
-def compact_positions(count: int, deltas: list[int]) -> bytes:
-    """A `Positions` value: the count, then the position deltas pickled with protocol 1 less
-    its memo mark and its stop (`decode_positions` adds the stop): 4 bytes for one small
-    position where whoosh's protocol 2 takes 9; any whoosh decodes both."""
-    pickled = dumps(deltas, 1)
-    head: bytes = _COUNTS[count] if count < 1024 else pack_uint(count)
-    return head + pickled[:1] + pickled[3:-1]
 
 
 def kind(field: Any) -> int:
