@@ -3,11 +3,12 @@
 Every segment is read through whoosh's own readers (its term index, postings file and
 columns), and each byte is put in one part:
 
-- `term dictionary`: the term index (`.trm`): each term's key, its statistics and the
-  pointer to its postings (or postings inlined there), and the hash tables.
-- `postings: ids+weights`, `positions`, `block headers`: the postings file (`.pst`),
-  each block's bytes shared between its document ids and weights and its values (the
-  positions of a phrase field, the counts of the others) as they weigh uncompressed;
+- `term dictionary`: the term index (whoosh's `.trm`, or the compact codec's `.ctd`): each
+  term's key, its statistics and the pointer to its postings (or postings inlined there),
+  and whoosh's hash tables.
+- `postings: ids+weights`, `positions`, `block headers`: the postings file (`.pst` or
+  `.cpb`), each block's bytes shared between its document ids and weights and its values
+  (the positions of a phrase field, the counts of the others) as they weigh uncompressed;
   the headers are each block's length and statistics.  `uncompressed blocks` counts the
   bytes of the blocks stored without compression (a cross-section of the three parts).
 - `stored: text (excerpt)`, `stored: other fields`: the stored-fields column (the text kept
@@ -25,6 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from archiver_plugins.index import postblocks, terminfo
+from archiver_plugins.index.blocks import Codec, CompactTermsReader
 from whoosh.codec.whoosh3 import W3TermInfo
 from whoosh.filedb.filestore import FileStorage
 from whoosh.system import _INT_SIZE, unpack_int
@@ -40,6 +43,8 @@ PARTS = (
     "other",
 )
 CROSS = ("uncompressed blocks",)
+_FORMATS: dict[str, Any] = {}
+"""The formats of the fields of the index being measured."""
 
 
 def folder_bytes(folder: Path) -> int:
@@ -54,6 +59,8 @@ def breakdown(whoosh_folder: Path) -> tuple[Counter[str], Counter[str], int]:
     ix = storage.open_index("MAIN")
     total = folder_bytes(whoosh_folder)
     documents = 0
+    _FORMATS.clear()
+    _FORMATS.update({name: ix.schema[name].format for name in ix.schema.names()})
     try:
         for segment in ix._segments():
             documents += segment.doc_count_all()
@@ -76,7 +83,7 @@ def _segment(storage: Any, segment: Any, schema: Any, parts: Counter[str], field
         for name, info in getattr(compound, "_dir", {}).items():
             if name.endswith("._stored.col"):
                 _stored(codec, compound, segment, info["length"], parts)
-            elif name.endswith(".trm"):
+            elif name.endswith((".trm", Codec.TERMS_EXT)):
                 parts["term dictionary"] += info["length"]
             elif name.endswith(".col"):
                 parts["per-document columns"] += info["length"]
@@ -85,6 +92,9 @@ def _segment(storage: Any, segment: Any, schema: Any, parts: Counter[str], field
 
 
 def _terms(terms: Any, parts: Counter[str], fields: Counter[str]) -> None:
+    if isinstance(terms, CompactTermsReader):
+        _compact_terms(terms, parts, fields)
+        return
     postfile = terms._postfile
     for key, value in terms._tindex.items():
         name = terms._fieldunmap[int.from_bytes(key[:2], "big")]
@@ -98,6 +108,33 @@ def _terms(terms: Any, parts: Counter[str], fields: Counter[str]) -> None:
         data = postfile.get(offset, length)
         fields[f"{name}: postings"] += length
         _blocks(data, parts)
+
+
+def _compact_terms(terms: Any, parts: Counter[str], fields: Counter[str]) -> None:
+    """`_terms` of a segment of the compact codec (`blocks.Codec`)."""
+    postfile = terms._postfile
+    for key, value in terms._tindex.items():
+        name = terms._fieldunmap[int.from_bytes(key[:2], "big")]
+        extent = terminfo.read_extent(value)
+        if extent is None:
+            continue
+        offset, length = extent
+        fields[f"{name}: postings"] += length
+        raw = postfile.get(offset, length)
+        format_ = _FORMATS.get(name)
+        at = previous = 0
+        while at < length:
+            head, start, size = postblocks.decode_head(raw, at, previous)
+            parts["block headers"] += start - at
+            data = postblocks.Data(head, raw[start : start + size], format_)
+            share = data.values_at / max(data.size, 1)
+            if data.kind == postblocks.COUNTS:
+                share = 1.0
+            parts["postings: ids+weights"] += round(size * share)
+            parts["positions"] += size - round(size * share)
+            if not head["head"] & postblocks.COMPRESSED:
+                parts["uncompressed blocks"] += start - at + size
+            previous, at = head["maxid"], start + size
 
 
 def _blocks(data: bytes, parts: Counter[str]) -> None:

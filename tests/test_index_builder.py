@@ -1,10 +1,12 @@
-"""`SegmentBuilder` writes the segments whoosh's own writer writes: read back through stock
-whoosh, every field, term, posting block, length and stored field is the same, and so are
-searches, snippets, suggestions, replaced pages and tiered merges."""
+"""`SegmentBuilder` writes, in the compact codec's files, what whoosh's own writer writes:
+read back through whoosh's readers, every field, term, posting block, length and stored
+field is the same, and so are searches, snippets, suggestions, replaced pages and tiered
+merges."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import pickle
 import struct
 import sys
@@ -13,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archiver_plugins.index import tiers
+from archiver_plugins.index import postblocks, tiers
+from archiver_plugins.index.blocks import Codec, CompactTermsReader
 from archiver_plugins.index.search import close_all, search
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.store import Capture, create_index, make_document, whoosh_dir
@@ -74,11 +77,11 @@ def build(folder: Path, docs: list[dict[str, Any]], stock: bool) -> Any:
 
 
 def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
-    """A term's posting blocks as stored: (block info without its compression flag, the
-    block's ids, weights and values; positions decoded, as `SegmentBuilder` pickles them in
-    fewer bytes).  A term of one posting is inlined in its term info by `SegmentBuilder`
-    (whoosh's writer gives it a block): its posting and statistics are compared, not where
-    they are kept."""
+    """A term's posting blocks as stored, whoosh 3's or the compact codec's: (block info,
+    the block's ids, weights and values; positions decoded, weights and values as the
+    matcher reads them).  A term of one posting is inlined in its term info by
+    `SegmentBuilder` (whoosh's writer gives it a block): its posting and statistics are
+    compared, not where they are kept."""
     fmt = reader.schema[fieldname].format
     terms = reader._terms
     info = terms.term_info(fieldname, text)
@@ -89,9 +92,18 @@ def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
     if isinstance(length, tuple):  # whoosh reads it back as struct.unpack's tuple
         (length,) = length
     raw = terms._postfile.get(offset, length)
+    found = []
+    if isinstance(terms, CompactTermsReader):
+        at = previous = 0
+        while at < length:
+            head, start, size = postblocks.decode_head(raw, at, previous)
+            data = postblocks.Data(head, raw[start : start + size], fmt)
+            stats = (head["count"], head["maxid"], head["maxweight"], head["small"], head["big"])
+            found.append((stats, _normal(fmt, data.ids, data.weights, data.values())))
+            previous, at = head["maxid"], start + size
+        return found
     assert raw[:4] == b"W3Bl"
     stream = io.BytesIO(raw[4:])
-    found = []
     while True:
         (size,) = struct.unpack("!i", stream.read(4))
         block = stream.read(abs(size))
@@ -100,14 +112,26 @@ def blocks(reader: Any, fieldname: str, text: bytes) -> list[tuple[Any, Any]]:
         data = inner.read()
         if head[3]:
             data = zlib.decompress(data)
-        ids, weights, values = pickle.loads(data)
-        if hasattr(fmt, "decode_positions") and values:
-            values = tuple(fmt.decode_positions(value) for value in values)
-        found.append(((*head[:3], *head[4:]), (ids, weights, values)))
+        deltas, weights, values = pickle.loads(data)
+        ids = tuple(itertools.accumulate(deltas))
+        if weights is None or isinstance(weights, float):
+            weights = (1.0 if weights is None else weights,) * len(ids)
+        fixed = fmt.fixed_value_size()
+        if fixed == 0:
+            values = (None,) * len(ids)
+        elif fixed and fixed > 0:
+            values = tuple(values[i : i + fixed] for i in range(0, len(values), fixed))
+        found.append(((*head[:3], *head[4:]), _normal(fmt, ids, weights, values)))
         if size < 0:
             break
     assert not stream.read()
     return found
+
+
+def _normal(fmt: Any, ids: Any, weights: Any, values: Any) -> tuple[Any, ...]:
+    if hasattr(fmt, "decode_positions") and values:
+        values = tuple(fmt.decode_positions(value) for value in values)
+    return tuple(ids), tuple(map(float, weights)), tuple(values or ())
 
 
 def term_stats(info: Any) -> tuple[Any, ...]:
@@ -184,7 +208,7 @@ def test_every_posting_block_length_and_stored_field_is_whooshs(built: tuple[Pat
 
 
 def test_blocks_are_compressed_and_single_postings_inlined(built: tuple[Path, Path]) -> None:
-    """What makes the builder's segment smaller than whoosh's, read by stock whoosh."""
+    """What makes the builder's segment smaller than whoosh's."""
     from whoosh import index
 
     sizes = [sum(f.stat().st_size for f in whoosh_dir(archive).iterdir()) for archive in built]
@@ -192,22 +216,26 @@ def test_blocks_are_compressed_and_single_postings_inlined(built: tuple[Path, Pa
     with ix.reader() as reader:
         infos = [(reader.term_info(f, t), f, t) for f, t in reader.all_terms()]
         assert all(info.is_inlined() for info, _, _ in infos if info.doc_frequency() == 1)
-        flags = [head[3] for info, f, t in infos if info.doc_frequency() > 1 for head in _heads(reader, f, t)]
+        heads = [head for info, f, t in infos if info.doc_frequency() > 1 for head in _heads(reader, f, t)]
+    flags = [head & postblocks.COMPRESSED for head in heads]
     assert 0 < flags.count(0) < len(flags)  # compressed where it makes a block smaller
-    assert sizes[1] < 0.75 * sizes[0]
+    modes = {head & postblocks.WEIGHTS_MASK for head in heads}
+    assert {postblocks.WEIGHTS_ONE, postblocks.WEIGHTS_COUNTS} <= modes  # weights not kept twice
+    assert sizes[1] < 0.4 * sizes[0]
 
 
-def _heads(reader: Any, fieldname: str, text: bytes) -> list[Any]:
+def _heads(reader: Any, fieldname: str, text: bytes) -> list[int]:
+    """Each of the term's compact blocks' head byte."""
     terms = reader._terms
     offset, length = terms.term_info(fieldname, text).extent()
-    raw = terms._postfile.get(offset, length[0] if isinstance(length, tuple) else length)
-    stream = io.BytesIO(raw[4:])
+    raw = terms._postfile.get(offset, length)
     found = []
-    while True:
-        (size,) = struct.unpack("!i", stream.read(4))
-        found.append(pickle.load(io.BytesIO(stream.read(abs(size)))))
-        if size < 0:
-            return found
+    at = previous = 0
+    while at < length:
+        head, start, size = postblocks.decode_head(raw, at, previous)
+        found.append(head["head"])
+        previous, at = head["maxid"], start + size
+    return found
 
 
 def _open(archive: Path) -> dict[str, Any]:
@@ -300,24 +328,27 @@ def test_replaced_pages_and_tiered_merges_read_the_same(
         close_all()
 
 
-def test_a_reader_segment_is_what_whoosh_reads(built: tuple[Path, Path]) -> None:
-    """The segment names whoosh's own codec: a reader of stock whoosh opens it."""
+def test_a_segment_names_the_codec_that_reads_it(built: tuple[Path, Path]) -> None:
+    """whoosh's `open_dir` finds the compact codec in the segment it opens; the segment
+    written by whoosh's writer names whoosh's codec."""
     from whoosh import index
 
-    ix = index.open_dir(str(whoosh_dir(built[1])))
-    (segment,) = ix._segments()
-    assert type(segment.codec()) is W3Codec
-    reader = SegmentReader(ix.storage, ix.schema, segment)
-    try:
-        assert reader.doc_count() == len(documents())
-    finally:
-        reader.close()
+    for archive, codec in zip(built, (W3Codec, Codec), strict=True):
+        ix = index.open_dir(str(whoosh_dir(archive)))
+        (segment,) = ix._segments()
+        assert type(segment.codec()) is codec
+        reader = SegmentReader(ix.storage, ix.schema, segment)
+        try:
+            assert reader.doc_count() == len(documents())
+            assert isinstance(reader._terms, CompactTermsReader) is (codec is Codec)
+        finally:
+            reader.close()
 
 
 def test_positions_take_fewer_bytes_and_whoosh_decodes_them() -> None:
     from pickle import dumps
 
-    from archiver_plugins.index.postings import compact_positions
+    from archiver_plugins.index.positions import compact_positions
     from whoosh.formats import Positions
     from whoosh.system import pack_uint
 

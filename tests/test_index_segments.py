@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from archiver_plugins.index import tiers
+from archiver_plugins.index.blocks import Codec
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.spool import Spool
 from archiver_plugins.index.store import Capture, create_index, open_index, spool_path
@@ -68,7 +69,8 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
             plain.add_document(**page)
 
     assert split.doc_count() == whole.doc_count() == len(pages)
-    assert all(type(segment.codec()) is W3Codec for segment in split._segments())
+    assert all(type(segment.codec()) is Codec for segment in split._segments())
+    assert all(type(segment.codec()) is W3Codec for segment in whole._segments())
     found = hits(split)
     assert found == hits(whole)
     assert found["w0"] and found["w399"] and found['"w1 w2"']

@@ -10,9 +10,9 @@ and values included), a look-up and an append to add one, and slices to write a 
 blocks (`blocks.py`).
 
 The text fields are analyzed by `OnePassAnalyzer.positions` straight into term ->
-positions, and the values encoded as whoosh's formats read them (`Positions`: the count
-then the pickled position deltas, in the fewest bytes its decoder reads, `compact_positions`;
-`Frequency`: the count).  A value of one position or a
+positions, and the values encoded as the compact codec's blocks keep them (`Positions`:
+packed, `positions.py`) or as whoosh's formats read them
+(`Frequency`: the count).  A value of one position or a
 count is the same bytes for every posting that has it: one object is shared (a block's
 pickle then refers to it again instead of repeating it; whoosh reads the same bytes).
 Other fields and formats go through whoosh's `field.index`, whose postings are the same.
@@ -21,13 +21,13 @@ Other fields and formats go through whoosh's `field.index`, whose postings are t
 from __future__ import annotations
 
 from operator import sub
-from pickle import dumps
 from typing import Any
 
 from whoosh.formats import Frequency, Positions
 from whoosh.system import pack_uint
 from whoosh.util.numeric import length_to_byte
 
+from .positions import from_whoosh, pack
 from .schema import OnePassAnalyzer
 
 POSITIONS, FREQUENCY, GENERIC = 0, 1, 2
@@ -45,15 +45,6 @@ POSTING_BYTES = 32
 """Memory of one more posting: three pointers and the list's spare room."""
 VALUE_BYTES = 40
 """Memory of a value of its own (a bytes object), besides its length."""
-
-
-def compact_positions(count: int, deltas: list[int]) -> bytes:
-    """A `Positions` value: the count, then the position deltas pickled with protocol 1 less
-    its memo mark and its stop (`decode_positions` adds the stop): 4 bytes for one small
-    position where whoosh's protocol 2 takes 9; any whoosh decodes both."""
-    pickled = dumps(deltas, 1)
-    head: bytes = _COUNTS[count] if count < 1024 else pack_uint(count)
-    return head + pickled[:1] + pickled[3:-1]
 
 
 def kind(field: Any) -> int:
@@ -97,6 +88,8 @@ class Postings:
         length = 0
         text = kind_ != GENERIC  # the field's table is keyed by text, not bytes
         for tbytes, freq, weight, vbytes in field.index(value):
+            if kind_ == POSITIONS:  # the field's values are packed
+                vbytes = from_whoosh(vbytes)
             items.append((tbytes.decode("utf-8") if text else tbytes, weight * boost, vbytes))
             length += freq
         return items, length if field.scorable else 0
@@ -150,14 +143,14 @@ class Postings:
                 first = poses[0]
                 value = single.get(first)
                 if value is None:
-                    value = compact_positions(1, poses)
+                    value = pack(1, poses)
                     if first < SHARED_POSITIONS:
                         single[first] = value
                     else:
                         added += len(value) + VALUE_BYTES
                 weight = 1.0
             else:
-                value = compact_positions(count, list(map(sub, poses, [0, *poses])))
+                value = pack(count, list(map(sub, poses, [0, *poses])))
                 added += len(value) + VALUE_BYTES
                 weight = weights[count] if count < 1024 else float(count)
             held = get(term)
@@ -191,6 +184,7 @@ class Postings:
                 terms: Any = ((text, table[text]) for text in sorted(table))
             else:
                 terms = ((text.encode("utf-8"), table[text]) for text in sorted(table))
-            fieldwriter.add_terms(name, schema[name], terms, lengths, level)
+            packed = self.kinds.get(name, GENERIC) == POSITIONS
+            fieldwriter.add_terms(name, schema[name], terms, lengths, level, packed)
             del table
         self.size = 0

@@ -5,25 +5,26 @@ files past its size), sorts them all, and writes them one call per posting, with
 column read per posting for its document's field length: on the bench pages that was
 most of the index's CPU.  A `SegmentBuilder` keeps a segment's postings by field and term
 (`postings.py`: the text fields analyzed straight into positions), knows each document's
-length bytes, and writes each term's postings as whoosh's blocks in a few calls
+length bytes, and writes each term's postings in a few calls through the compact codec
 (`blocks.py`); stored fields go through whoosh's per-document writer with a cheaper
-pickle (`stored.py`).  The files are whoosh 3's and the segments name whoosh's own
-codec: stock whoosh reads, searches and merges them (`tests/test_index_builder.py`
-compares them with what whoosh's writer makes, posting by posting).
+pickle (`stored.py`).  The segments name that codec: whoosh reads, searches and merges
+them through its reader (`tests/test_index_builder.py` compares them with what whoosh's
+own writer makes, posting by posting).
 
 It is `full` when its postings reach the memory it was given (~800 bench pages for
 `WRITER_MEMORY_MB`), and its owner starts a new segment then.  A schema with term vectors
-or separate spelling words takes whoosh's own path (pool and posting writer), with
-`FieldLengths` reading each field's length column once and blocks of few postings left
-uncompressed (zlib does not make a rare word's one or two postings smaller, at a fixed
-cost per call; each block says whether it is compressed, so any whoosh reads them).
+or separate spelling words takes whoosh's own path (its pool, then the field writer's
+term-by-term calls), with `FieldLengths` reading each field's length column once; the
+term vectors are whoosh's posting blocks, those of few postings left uncompressed (zlib
+does not make a rare word's one or two postings smaller, at a fixed cost per call; each
+block says whether it is compressed, so any whoosh reads them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from whoosh.codec.whoosh3 import W3Codec, W3PostingsWriter, W3Segment
+from whoosh.codec.whoosh3 import W3PostingsWriter, W3Segment
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
@@ -36,7 +37,7 @@ HEADROOM = 1.5
 """whoosh's pool (its own path) spills only past this many times `WRITER_MEMORY_MB`: room
 for the page that fills a segment (a page of `max_chars` text adds a few MB of postings)."""
 COMPRESSED_BLOCK = 8
-"""On whoosh's own path, blocks of fewer postings are written uncompressed (most hold a rare
+"""Term vector blocks of fewer postings are written uncompressed (most hold a rare
 word's one or two postings, which zlib does not make smaller)."""
 
 
@@ -176,7 +177,7 @@ class _Codec(Codec):
         )
 
     def new_segment(self, storage: Any, indexname: str) -> Any:
-        return W3Segment(W3Codec(), indexname)
+        return W3Segment(Codec(), indexname)
 
 
 class _PostingsWriter(W3PostingsWriter):  # type: ignore[misc]

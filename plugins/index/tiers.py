@@ -38,11 +38,15 @@ from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
 from whoosh.filedb.filetables import _lengths as _LENGTHS
+from whoosh.formats import Positions
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 
-from .blocks import LEVEL
+from .blocks import LEVEL, CompactTermsReader
+from .positions import from_whoosh
+from .postblocks import Data, decode_head
 from .segment import FieldLengths, SegmentBuilder
+from .terminfo import decode as decode_info
 
 SEGMENTS_PER_TIER = 32
 """A tier holding this many segments is merged into one segment of the next tier.  A merge
@@ -126,7 +130,8 @@ def _write_postings(
             continue
         field = schema[fieldname]
         postings = _field_postings(held, field.format, readers, docmaps)
-        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL)
+        packed = type(field.format) is Positions  # `_blocks` gives positions packed
+        fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL, packed)
 
 
 def _field_postings(
@@ -158,6 +163,9 @@ def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[in
     index is read `CHUNK` bytes at a time and its records parsed here: read record by
     record through whoosh's compound file, it cost more than the merge's writing."""
     terms = reader._terms
+    if isinstance(terms, CompactTermsReader):
+        yield from _compact_terms(terms, number)
+        return
     tindex = terms._tindex
     unmap = terms._fieldunmap
     dbfile = tindex.dbfile
@@ -188,9 +196,48 @@ def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[in
         yield unmap[fieldid], key[_FIELD.size :], number, where
 
 
+def _compact_terms(terms: CompactTermsReader, number: int) -> Iterator[tuple[str, bytes, int, Any]]:
+    """`_terms` of a segment of the compact codec."""
+    unmap = terms._fieldunmap
+    for key, value in terms._tindex.items():
+        (fieldid,) = _FIELD.unpack_from(key)
+        info = decode_info(value)
+        where: Any = info if info.is_inlined() else (info._offset, info._length)
+        yield unmap[fieldid], key[_FIELD.size :], number, where
+
+
+def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """`_blocks` of a term of the compact codec."""
+    offset, length = where
+    raw = reader._terms._postfile.get(offset, length)
+    at = 0
+    previous = 0
+    while at < length:
+        head, start, size = decode_head(raw, at, previous)
+        data = Data(head, raw[start : start + size], format_)
+        yield data.ids, data.weights, data.packed_values()
+        previous = head["maxid"]
+        at = start + size
+
+
 def _blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
     """A term's postings as (ids, weights, values) a block at a time, deleted documents
-    included, decoded as `W3LeafMatcher` decodes them from the term's postings read at once."""
+    included; a `Positions` field's values packed (`positions.py`), any other's as whoosh's
+    format reads them."""
+    if isinstance(where, tuple) and isinstance(reader._terms, CompactTermsReader):
+        yield from _compact_blocks(reader, where, format_)
+        return
+    found = _whoosh_blocks(reader, where, format_)
+    if type(format_) is not Positions:
+        yield from found
+        return
+    for ids, weights, values in found:
+        yield ids, weights, tuple(from_whoosh(value) if value else value for value in values)
+
+
+def _whoosh_blocks(reader: Any, where: Any, format_: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """`_blocks` of inlined postings or whoosh 3's blocks, decoded as `W3LeafMatcher`
+    decodes them from the term's postings read at once."""
     if not isinstance(where, tuple):
         ids, weights, values = where.inlined_postings()
         if weights is None:  # all 1.0
