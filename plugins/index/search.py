@@ -209,6 +209,7 @@ def search(
     while True:
         shared = _open(archive)
         with shared.lock:
+            fresh = not shared.is_open()
             try:
                 searcher, fresh = shared.current()
                 return _run(archive, searcher, shared, query_text, filters, limit, page, with_snippets,
@@ -240,6 +241,9 @@ class _Shared:
 
             self._texts = PageTexts(self.archive, DEFAULT_MAX_CHARS)
         return str(self._texts.text(url, time))
+
+    def is_open(self) -> bool:
+        return self._searcher is not None
 
     def current(self) -> tuple[Any, bool]:
         """The searcher on the index as last committed; True when it was opened just now."""
