@@ -7,6 +7,11 @@ home page reaches every page; each page also has a shared stylesheet, so requisi
 part of the crawl.  robots.txt allows everything and names no Crawl-delay.
 
     python -m bench.hosts_site --hosts 20 --pages 100      # prints the port, serves until killed
+    python -m bench.hosts_site --hosts 5000 --pages 5 --response-delay 0.05
+
+`--response-delay S` holds every response (robots.txt included) S seconds before it is sent,
+as a server across a network would, so a crawl is bound by how many requests it keeps in
+flight rather than by its own CPU.
 
 `expected_urls(hosts, pages, port)` lists every URL a correct crawler fetches.
 """
@@ -61,9 +66,11 @@ def page(k: int, pages: int) -> str:
     )
 
 
-def make_app(pages: int) -> web.Application:
+def make_app(pages: int, response_delay: float = 0.0) -> web.Application:
     async def handle(request: web.Request) -> web.StreamResponse:
         path = request.path
+        if response_delay:
+            await asyncio.sleep(response_delay)
         if path == "/robots.txt":
             return web.Response(text=ROBOTS, content_type="text/plain")
         if path == "/style.css":
@@ -87,8 +94,8 @@ def free_port(address: str) -> int:
         return int(sock.getsockname()[1])
 
 
-async def serve(hosts: int, pages: int, port: int) -> None:
-    runner = web.AppRunner(make_app(pages), access_log=None)
+async def serve(hosts: int, pages: int, port: int, response_delay: float = 0.0) -> None:
+    runner = web.AppRunner(make_app(pages, response_delay), access_log=None)
     await runner.setup()
     for i in range(hosts):
         await web.TCPSite(runner, host_address(i), port, backlog=1024).start()
@@ -103,10 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--response-delay", type=float, default=0.0, metavar="S", help="seconds before each response"
+    )
     args = parser.parse_args(argv)
     port = args.port or free_port(host_address(0))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.hosts, args.pages, port))
+        asyncio.run(serve(args.hosts, args.pages, port, args.response_delay))
     return 0
 
 
