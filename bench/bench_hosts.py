@@ -6,9 +6,10 @@ per host, 10 at once in all, robots.txt obeyed.  Each crawler runs in a fresh ch
 process; its wall time, peak RSS (from wait4) and whether it fetched every URL are
 reported, with the load average.  The floor is what politeness alone allows: the largest
 host's requests (pages, stylesheet, robots.txt) one gap apart.  With `--response-delay S`
-each response takes S seconds, and the task bound is what 10 requests at once allow: every
-request (pages, stylesheets, robots.txt of every host) x S / 10.  "vs bound" is the wall time
-over the larger of the two bounds.
+each response takes S seconds, and the task bound is what 10 requests at once allow: the
+requests the server answered that crawler (pages, stylesheets, robots.txt, and anything else
+it asked for, such as archiver's /sitemap.xml) x S / 10.  "vs bound" is the wall time over
+the larger of the two bounds.
 
     python -m bench.bench_hosts                          # 20 x 100 and 200 x 20, archiver and Scrapy
     python -m bench.bench_hosts --sites 5000x5 --tools archiver --without index
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,8 @@ class Run:
     peak_mb: float
     fetched: int
     missing: int
+    requests: int = 0
+    """Requests the server answered during the run."""
 
 
 def timed(
@@ -139,12 +143,18 @@ def bench(
             work = Path(folder)
             roots = work / "roots.txt"
             roots.write_text("\n".join(hosts_site.root_urls(hosts, port)) + "\n")
+            chosen: list[Callable[[], Run]] = []
             if against and "archiver" in tools:
-                runs.append(archiver_run(roots, work, expected, against, without))
+                chosen.append(lambda: archiver_run(roots, work, expected, against, without))
             if "archiver" in tools:
-                runs.append(archiver_run(roots, work, expected, None, without))
+                chosen.append(lambda: archiver_run(roots, work, expected, None, without))
             if "scrapy" in tools:
-                runs.append(scrapy_run(roots, work, expected))
+                chosen.append(lambda: scrapy_run(roots, work, expected))
+            for run_one in chosen:
+                before = hosts_site.served(port)
+                run = run_one()
+                run.requests = hosts_site.served(port) - before
+                runs.append(run)
         return runs
     finally:
         server.terminate()
@@ -171,23 +181,24 @@ def main() -> None:
     args = parser.parse_args()
     tools = args.tools.split(",")
     print(
-        "| hosts x pages | crawler | wall s | vs Scrapy | CPU s | politeness floor s | task bound s"
-        " | vs bound | peak RSS MB | URLs fetched | missing | load |"
+        "| hosts x pages | crawler | wall s | vs Scrapy | CPU s | politeness floor s | requests"
+        " | task bound s | vs bound | peak RSS MB | URLs fetched | missing | load |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for spec in args.sites:
         hosts, pages = (int(n) for n in spec.split("x"))
         floor = (pages + 1) * DEFAULT_GAP  # pages + stylesheet + robots.txt, one gap apart
-        task_bound = hosts * (pages + 2) * args.response_delay / CONCURRENCY
         load = os.getloadavg()
         runs = bench(hosts, pages, tools, args.against, args.without, args.response_delay)
         reference = next((r.wall for r in runs if r.tool == "Scrapy"), None)
         for run in runs:
             ratio = f"{run.wall / reference:.2f}x" if reference else "-"
+            task_bound = run.requests * args.response_delay / CONCURRENCY
             bound = f"{run.wall / max(floor, task_bound):.2f}x"
             print(
                 f"| {hosts} x {pages} | {run.tool} | {run.wall:.1f} | {ratio} | {run.cpu:.1f} | {floor:.1f} |"
-                f" {task_bound:.1f} | {bound} | {run.peak_mb:.0f} | {run.fetched:,} | {run.missing:,} |"
+                f" {run.requests:,} | {task_bound:.1f} | {bound} | {run.peak_mb:.0f} | {run.fetched:,} |"
+                f" {run.missing:,} |"
                 f" {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} |",
                 flush=True,
             )

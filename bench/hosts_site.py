@@ -11,7 +11,9 @@ part of the crawl.  robots.txt allows everything and names no Crawl-delay.
 
 `--response-delay S` holds every response (robots.txt included) S seconds before it is sent,
 as a server across a network would, so a crawl is bound by how many requests it keeps in
-flight rather than by its own CPU.
+flight rather than by its own CPU.  `SERVED_PATH` answers how many requests the server
+has answered so far (that one not counted, never delayed), so a bench counts what each
+crawler asked for: pages, robots.txt and whatever else it probes (a sitemap).
 
 `expected_urls(hosts, pages, port)` lists every URL a correct crawler fetches.
 """
@@ -24,6 +26,7 @@ import contextlib
 import ipaddress
 import socket
 import sys
+import urllib.request
 
 from aiohttp import web
 
@@ -31,6 +34,7 @@ FIRST = int(ipaddress.IPv4Address("127.0.0.2"))
 ROBOTS = "User-agent: *\nAllow: /\n"
 STYLE = "body { font-family: serif; margin: 2em; }\n"
 FILLER = " ".join(f"word{n}" for n in range(300))
+SERVED_PATH = "/__bench/served"
 
 
 def host_address(index: int) -> str:
@@ -67,8 +71,14 @@ def page(k: int, pages: int) -> str:
 
 
 def make_app(pages: int, response_delay: float = 0.0) -> web.Application:
+    served = 0
+
     async def handle(request: web.Request) -> web.StreamResponse:
+        nonlocal served
         path = request.path
+        if path == SERVED_PATH:
+            return web.Response(text=str(served), content_type="text/plain")
+        served += 1
         if response_delay:
             await asyncio.sleep(response_delay)
         if path == "/robots.txt":
@@ -86,6 +96,13 @@ def make_app(pages: int, response_delay: float = 0.0) -> web.Application:
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
     return app
+
+
+def served(port: int) -> int:
+    """How many requests the server on `port` has answered."""
+    url = f"http://{host_address(0)}:{port}{SERVED_PATH}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return int(response.read())
 
 
 def free_port(address: str) -> int:

@@ -1,5 +1,6 @@
-"""The many-hosts benchmark's server: its pages reach every expected URL, and a response delay holds
-each answer, so `bench_hosts --response-delay` measures a crawl against the task bound."""
+"""The many-hosts benchmark's server: its pages reach every expected URL, a response delay holds
+each answer, and it counts what it served, so `bench_hosts --response-delay` measures a crawl
+against the task bound of the requests it made."""
 
 from __future__ import annotations
 
@@ -31,3 +32,7 @@ async def test_every_page_is_reached_and_each_response_waits_the_delay() -> None
             response = await client.get(path)
             assert response.status == 200
             assert time.monotonic() - started >= delay, path
+        missing = await client.get("/p/99.html")
+        assert missing.status == 404
+        served = await client.get(hosts_site.SERVED_PATH)
+        assert await served.text() == str(len(expected) + 4)  # the crawl, the three above, the 404
