@@ -68,6 +68,26 @@ async def test_hosts_take_turns_and_requisites_go_first(frontier: Frontier) -> N
     await frontier.close()
 
 
+async def test_a_host_ready_for_a_while_goes_before_one_just_come(frontier: Frontier) -> None:
+    """A host the limiter forgot (idle, its gap passed) is ready from now on, not since time
+    began: one still known, ready earlier, is not starved by hosts forgotten after each URL."""
+    politeness = limiter(delay=0.0, per_host_concurrency=1)
+    frontier.use_limiter(politeness)
+    await frontier.add(items("a", "1", "2"))
+    first = await frontier.get()
+    assert first is not None
+    politeness.note_gap_wait("a")  # the pace note names it: its state is kept
+    await frontier.done(first)
+    await asyncio.sleep(0.01)
+    await frontier.add(items("b", "1", "2"))
+    order = []
+    while (item := await frontier.get()) is not None:
+        order.append(item.url.removeprefix("http://"))
+        await frontier.done(item)
+    assert order == ["a/2", "b/1", "b/2"]
+    await frontier.close()
+
+
 async def test_a_busy_host_does_not_hold_a_ready_one(frontier: Frontier) -> None:
     frontier.use_limiter(limiter(delay=0.3, per_host_concurrency=1))
     await frontier.add(items("a", "1", "2", "3"))
