@@ -499,7 +499,8 @@ class Crawler:
 
     async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
         """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
-        paused itself and `may_give_back` (the URL waits in the frontier, the worker goes on)."""
+        paused itself, or a network error snoozed it for the backoff, and `may_give_back`
+        (the URL waits in the frontier, the worker goes on)."""
         error: FetchError | None = None
         for attempt in range(item.tries + 1, self.config.max_tries + 1):
             headers = self._headers(item.url)
@@ -519,8 +520,14 @@ class Crawler:
                 if exc.kind not in RETRYABLE_KINDS or attempt == self.config.max_tries:
                     break
                 self.crawl.stats["retries"] += 1
-                backoff = self.config.retry_backoff * 2 ** (attempt - 1)
-                await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
+                backoff = self.config.retry_backoff * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                if may_give_back and self.scheduled:
+                    # as a Retry-After: the host is snoozed, its URL waits in its queue, and
+                    # the worker takes another host's URL meanwhile
+                    log.info("%s: %s, retrying in %.1f s", item.url, exc.message, backoff)
+                    self.limiter.pause(item.url, backoff)
+                    raise _WaitForHost(dataclasses.replace(item, tries=attempt)) from None
+                await asyncio.sleep(backoff)
         return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
 
     def _headers(self, url: str) -> dict[str, str]:

@@ -109,6 +109,8 @@ class SqliteFrontier:
         """Logical totals: leased items still waiting in memory count as queued."""
         self._pending = 0
         self._first_pending = 0.0
+        self._host_counts: dict[str, int] = {}
+        self._hosts_counted_at = -COMMIT_SECONDS
         self._timer: asyncio.TimerHandle | None = None
         self._soon: asyncio.Handle | None = None
         self._wake = asyncio.Event()
@@ -455,8 +457,14 @@ class SqliteFrontier:
             "updated_at": time.time(),
         }
         if self.schedule.limiter is not None:
-            hosts = self.schedule.host_counts(time.monotonic())
-            values |= {f"hosts_{name}": n for name, n in hosts._asdict().items()}
+            # one pass over every scheduled host: at most every COMMIT_SECONDS, not at every
+            # commit (a crawl of thousands of hosts commits after each lease)
+            now = time.monotonic()
+            if now - self._hosts_counted_at >= COMMIT_SECONDS:
+                hosts = self.schedule.host_counts(now)
+                self._host_counts = {f"hosts_{name}": n for name, n in hosts._asdict().items()}
+                self._hosts_counted_at = now
+            values |= self._host_counts
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
 
     def _existing(self, db: sqlite3.Connection, keys: list[str]) -> list[str]:

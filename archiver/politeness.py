@@ -150,10 +150,15 @@ class HostLimiter:
     # -- the schedule's view -------------------------------------------------------------
 
     def ready_at(self, site: str) -> float | None:
-        """When a URL of `site` may next be handed out (monotonic time); None while its slots are full."""
+        """When a URL of `site` may next be handed out (monotonic time); None while its slots are full.
+
+        A host without state (new, or forgotten once idle) is ready now, not since time began:
+        the schedule serves ready hosts by how long they have been ready, and a host kept
+        (waiting on its gap, say) whose time came a while ago must go before it.
+        """
         state = self._hosts.get(site)
         if state is None:
-            return 0.0
+            return time.monotonic()
         if state.active >= self.concurrency:
             return None
         return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)

@@ -79,6 +79,7 @@ def child(kind: str, size: int, hosts: int) -> None:
                 "cpu_us_per_page": round(cpu / max(pages, 1) * 1e6, 1),
                 "peak_rss_mb": round(peak_kb / 1024, 1),
                 "state_mb": round(disk / 1e6, 1),
+                "state_bytes_per_url": round(disk / max(size, 1)),
             }
         )
     )
@@ -119,7 +120,13 @@ def main() -> None:
             print(
                 f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page"
                 f" ({result['cpu_us_per_page']:.1f} us of CPU),"
-                f" peak RSS {result['peak_rss_mb']:6.1f} MB, state file {result['state_mb']:.1f} MB",
+                f" peak RSS {result['peak_rss_mb']:6.1f} MB"
+                + (
+                    f", state file {result['state_mb']:.1f} MB"
+                    f" ({result['state_bytes_per_url']} bytes per URL)"
+                    if kind == "sqlite"
+                    else ""
+                ),
                 flush=True,
             )
     by = {(r["kind"], r["urls"]): r for r in results}

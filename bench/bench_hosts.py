@@ -5,10 +5,15 @@ up), every crawler at archiver's defaults: 0.25 s between two requests to a host
 per host, 10 at once in all, robots.txt obeyed.  Each crawler runs in a fresh child
 process; its wall time, peak RSS (from wait4) and whether it fetched every URL are
 reported, with the load average.  The floor is what politeness alone allows: the largest
-host's requests (pages, stylesheet, robots.txt) one gap apart.
+host's requests (pages, stylesheet, robots.txt) one gap apart.  With `--response-delay S`
+each response takes S seconds, and the task bound is what 10 requests at once allow: the
+requests the server answered that crawler (pages, stylesheets, robots.txt, and anything else
+it asked for, such as archiver's /sitemap.xml) x S / 10.  "vs bound" is the wall time over
+the larger of the two bounds.
 
     python -m bench.bench_hosts                          # 20 x 100 and 200 x 20, archiver and Scrapy
     python -m bench.bench_hosts --sites 5000x5 --tools archiver --without index
+    python -m bench.bench_hosts --sites 5000x5 --tools archiver --without index --response-delay 0.05
     python -m bench.bench_hosts --against c1c6f1a        # archiver of that revision too
 """
 
@@ -21,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +37,8 @@ from .tools import scrapy_python
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 DEFAULT_GAP = 0.25
+CONCURRENCY = 10
+"""Requests at once in all: archiver's default `max_tasks`, and Scrapy's CONCURRENT_REQUESTS here."""
 
 
 @dataclass
@@ -41,6 +49,8 @@ class Run:
     peak_mb: float
     fetched: int
     missing: int
+    requests: int = 0
+    """Requests the server answered during the run."""
 
 
 def timed(
@@ -92,13 +102,20 @@ def _roots_args(roots: Path) -> list[str]:
 def scrapy_run(roots: Path, work: Path, expected: set[str]) -> Run:
     out = work / "scrapy.json"
     command = [str(scrapy_python()), str(BENCH / "scrapy_hosts.py"), str(roots), str(out)]
-    command += ["--delay", str(DEFAULT_GAP), "--per-host", "4", "--concurrency", "10"]
+    command += ["--delay", str(DEFAULT_GAP), "--per-host", "4", "--concurrency", str(CONCURRENCY)]
     wall, cpu, peak = timed(command)
     fetched = {url for url, status in json.loads(out.read_text())["urls"].items() if status == 200}
     return Run("Scrapy", wall, cpu, peak, len(fetched & expected), len(expected - fetched))
 
 
-def bench(hosts: int, pages: int, tools: list[str], against: str | None, without: list[str]) -> list[Run]:
+def bench(
+    hosts: int,
+    pages: int,
+    tools: list[str],
+    against: str | None,
+    without: list[str],
+    response_delay: float = 0.0,
+) -> list[Run]:
     port = hosts_site.free_port(hosts_site.host_address(0))
     server = subprocess.Popen(
         [
@@ -111,6 +128,8 @@ def bench(hosts: int, pages: int, tools: list[str], against: str | None, without
             str(pages),
             "--port",
             str(port),
+            "--response-delay",
+            str(response_delay),
         ],
         stdout=subprocess.PIPE,
         cwd=REPO,
@@ -124,12 +143,18 @@ def bench(hosts: int, pages: int, tools: list[str], against: str | None, without
             work = Path(folder)
             roots = work / "roots.txt"
             roots.write_text("\n".join(hosts_site.root_urls(hosts, port)) + "\n")
+            chosen: list[Callable[[], Run]] = []
             if against and "archiver" in tools:
-                runs.append(archiver_run(roots, work, expected, against, without))
+                chosen.append(lambda: archiver_run(roots, work, expected, against, without))
             if "archiver" in tools:
-                runs.append(archiver_run(roots, work, expected, None, without))
+                chosen.append(lambda: archiver_run(roots, work, expected, None, without))
             if "scrapy" in tools:
-                runs.append(scrapy_run(roots, work, expected))
+                chosen.append(lambda: scrapy_run(roots, work, expected))
+            for run_one in chosen:
+                before = hosts_site.served(port)
+                run = run_one()
+                run.requests = hosts_site.served(port) - before
+                runs.append(run)
         return runs
     finally:
         server.terminate()
@@ -146,24 +171,34 @@ def main() -> None:
     parser.add_argument(
         "--without", action="append", default=[], metavar="PLUGIN", help="archiver runs without this plugin"
     )
+    parser.add_argument(
+        "--response-delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="the server holds every response S seconds (default 0: the crawl is bound by CPU)",
+    )
     args = parser.parse_args()
     tools = args.tools.split(",")
     print(
-        "| hosts x pages | crawler | wall s | vs Scrapy | CPU s | politeness floor s"
-        " | peak RSS MB | URLs fetched | missing | load |"
+        "| hosts x pages | crawler | wall s | vs Scrapy | CPU s | politeness floor s | requests"
+        " | task bound s | vs bound | peak RSS MB | URLs fetched | missing | load |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for spec in args.sites:
         hosts, pages = (int(n) for n in spec.split("x"))
         floor = (pages + 1) * DEFAULT_GAP  # pages + stylesheet + robots.txt, one gap apart
         load = os.getloadavg()
-        runs = bench(hosts, pages, tools, args.against, args.without)
+        runs = bench(hosts, pages, tools, args.against, args.without, args.response_delay)
         reference = next((r.wall for r in runs if r.tool == "Scrapy"), None)
         for run in runs:
             ratio = f"{run.wall / reference:.2f}x" if reference else "-"
+            task_bound = run.requests * args.response_delay / CONCURRENCY
+            bound = f"{run.wall / max(floor, task_bound):.2f}x"
             print(
                 f"| {hosts} x {pages} | {run.tool} | {run.wall:.1f} | {ratio} | {run.cpu:.1f} | {floor:.1f} |"
-                f" {run.peak_mb:.0f} | {run.fetched:,} | {run.missing:,} |"
+                f" {run.requests:,} | {task_bound:.1f} | {bound} | {run.peak_mb:.0f} | {run.fetched:,} |"
+                f" {run.missing:,} |"
                 f" {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} |",
                 flush=True,
             )

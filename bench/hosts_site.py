@@ -7,6 +7,13 @@ home page reaches every page; each page also has a shared stylesheet, so requisi
 part of the crawl.  robots.txt allows everything and names no Crawl-delay.
 
     python -m bench.hosts_site --hosts 20 --pages 100      # prints the port, serves until killed
+    python -m bench.hosts_site --hosts 5000 --pages 5 --response-delay 0.05
+
+`--response-delay S` holds every response (robots.txt included) S seconds before it is sent,
+as a server across a network would, so a crawl is bound by how many requests it keeps in
+flight rather than by its own CPU.  `SERVED_PATH` answers how many requests the server
+has answered so far (that one not counted, never delayed), so a bench counts what each
+crawler asked for: pages, robots.txt and whatever else it probes (a sitemap).
 
 `expected_urls(hosts, pages, port)` lists every URL a correct crawler fetches.
 """
@@ -19,6 +26,7 @@ import contextlib
 import ipaddress
 import socket
 import sys
+import urllib.request
 
 from aiohttp import web
 
@@ -26,6 +34,7 @@ FIRST = int(ipaddress.IPv4Address("127.0.0.2"))
 ROBOTS = "User-agent: *\nAllow: /\n"
 STYLE = "body { font-family: serif; margin: 2em; }\n"
 FILLER = " ".join(f"word{n}" for n in range(300))
+SERVED_PATH = "/__bench/served"
 
 
 def host_address(index: int) -> str:
@@ -61,9 +70,17 @@ def page(k: int, pages: int) -> str:
     )
 
 
-def make_app(pages: int) -> web.Application:
+def make_app(pages: int, response_delay: float = 0.0) -> web.Application:
+    served = 0
+
     async def handle(request: web.Request) -> web.StreamResponse:
+        nonlocal served
         path = request.path
+        if path == SERVED_PATH:
+            return web.Response(text=str(served), content_type="text/plain")
+        served += 1
+        if response_delay:
+            await asyncio.sleep(response_delay)
         if path == "/robots.txt":
             return web.Response(text=ROBOTS, content_type="text/plain")
         if path == "/style.css":
@@ -81,14 +98,21 @@ def make_app(pages: int) -> web.Application:
     return app
 
 
+def served(port: int) -> int:
+    """How many requests the server on `port` has answered."""
+    url = f"http://{host_address(0)}:{port}{SERVED_PATH}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return int(response.read())
+
+
 def free_port(address: str) -> int:
     with socket.socket() as sock:
         sock.bind((address, 0))
         return int(sock.getsockname()[1])
 
 
-async def serve(hosts: int, pages: int, port: int) -> None:
-    runner = web.AppRunner(make_app(pages), access_log=None)
+async def serve(hosts: int, pages: int, port: int, response_delay: float = 0.0) -> None:
+    runner = web.AppRunner(make_app(pages, response_delay), access_log=None)
     await runner.setup()
     for i in range(hosts):
         await web.TCPSite(runner, host_address(i), port, backlog=1024).start()
@@ -103,10 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--response-delay", type=float, default=0.0, metavar="S", help="seconds before each response"
+    )
     args = parser.parse_args(argv)
     port = args.port or free_port(host_address(0))
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.hosts, args.pages, port))
+        asyncio.run(serve(args.hosts, args.pages, port, args.response_delay))
     return 0
 
 

@@ -4,7 +4,8 @@ Each host is a small tree of pages (page k links pages 2k+1 and 2k+2; with `fan`
 page links every page), and the server keeps
 what the politeness tests judge: the arrival time of every request per host, and the most
 requests a host had in flight at once.  A host can be given a robots.txt, a latency, a
-`429` with Retry-After for one path, or pages that never answer.
+`429` with Retry-After for one path, pages that never answer, or paths whose first requests
+have their connection closed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ class Host:
     """Every page is answered 429 the first time it is asked for (after the home page)."""
     hang_from: int | None = None
     """Pages numbered this or above never answer."""
+    resets: dict[str, int] = field(default_factory=dict)
+    """Path -> how many of its first requests have their connection closed, with no answer."""
     arrivals: list[float] = field(default_factory=list)
+    requests: list[tuple[float, str]] = field(default_factory=list)
+    """(arrival time, path) of every request."""
     paths: collections.Counter[str] = field(default_factory=collections.Counter)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -88,21 +93,33 @@ class ManyHosts:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         host = self._by_address[(request.host or "").rsplit(":", 1)[0]]
         host.arrivals.append(time.monotonic())
+        host.requests.append((host.arrivals[-1], request.path))
         host.paths[request.path] += 1
         host.in_flight += 1
         host.max_in_flight = max(host.max_in_flight, host.in_flight)
         try:
-            return await self._answer(host, request.path)
+            response = await self._answer(host, request.path, request.transport)
+            if host.resets:
+                # no kept-alive connection, so each try of the client is one request here (a
+                # client may silently retry a request whose kept-alive connection was closed)
+                response.force_close()
+            return response
         finally:
             host.in_flight -= 1
 
-    async def _answer(self, host: Host, path: str) -> web.StreamResponse:
+    async def _answer(
+        self, host: Host, path: str, transport: asyncio.BaseTransport | None
+    ) -> web.StreamResponse:
         if path == "/robots.txt":
             if host.robots is None:
                 raise web.HTTPNotFound()
             return web.Response(text=host.robots, content_type="text/plain")
         if host.latency:
             await asyncio.sleep(host.latency)
+        if host.paths[path] <= host.resets.get(path, 0):
+            assert transport is not None
+            transport.abort()
+            raise web.HTTPInternalServerError()  # never sent: the connection is gone
         first_time = host.paths[path] == 1
         if first_time and (path == host.busy_path or (host.busy_everywhere and path != "/")):
             return web.Response(status=429, headers={"Retry-After": str(host.busy_seconds)})

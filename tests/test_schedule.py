@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from many_hosts import ManyHosts, many_hosts
+from many_hosts import Host, ManyHosts, many_hosts
 from terminal import run_on_terminal, screen_lines
 from test_resume import FAST, PLUGINS, captures, rewind, run_cli, start_cli
 
@@ -65,6 +65,26 @@ async def test_hosts_take_turns_and_requisites_go_first(frontier: Frontier) -> N
         order.append(item.url.removeprefix("http://"))
         await frontier.done(item)
     assert order == ["a/style.css", "b/1", "c/1", "a/1", "b/2", "a/2", "a/3"]
+    await frontier.close()
+
+
+async def test_a_host_ready_for_a_while_goes_before_one_just_come(frontier: Frontier) -> None:
+    """A host the limiter forgot (idle, its gap passed) is ready from now on, not since time
+    began: one still known, ready earlier, is not starved by hosts forgotten after each URL."""
+    politeness = limiter(delay=0.0, per_host_concurrency=1)
+    frontier.use_limiter(politeness)
+    await frontier.add(items("a", "1", "2"))
+    first = await frontier.get()
+    assert first is not None
+    politeness.note_gap_wait("a")  # the pace note names it: its state is kept
+    await frontier.done(first)
+    await asyncio.sleep(0.01)
+    await frontier.add(items("b", "1", "2"))
+    order = []
+    while (item := await frontier.get()) is not None:
+        order.append(item.url.removeprefix("http://"))
+        await frontier.done(item)
+    assert order == ["a/2", "b/1", "b/2"]
     await frontier.close()
 
 
@@ -254,6 +274,54 @@ async def test_urls_waiting_out_a_pause_hold_no_worker(crawl_archive: CrawlFn) -
     # every worker had a URL of the paused host at some moment; none of them slept on it
     assert max(other.gaps()) < 1.0, max(other.gaps())
     assert max(other.arrivals) < max(busy.arrivals)
+
+
+def tries(host: Host, path: str) -> list[list[float]]:
+    """The arrivals of `path`, grouped by try of the crawler: its HTTP client asks once more at
+    once when a connection is closed under a request (RFC 9112's retry), the crawler only
+    after a backoff."""
+    groups: list[list[float]] = []
+    for at, asked in sorted(host.requests):
+        if asked != path:
+            continue
+        if groups and at - groups[-1][-1] < 0.1:
+            groups[-1].append(at)
+        else:
+            groups.append([at])
+    return groups
+
+
+async def test_a_host_failing_connections_is_snoozed_and_does_not_slow_the_others(
+    crawl_archive: CrawlFn,
+) -> None:
+    """A closed connection is retried after the backoff, as a Retry-After: the URL waits in its
+    host's queue and the host is snoozed, so the one worker goes on with the other hosts."""
+    backoff = 0.5
+    async with many_hosts(3) as server:
+        flaky, *others = server.hosts
+        flaky.pages, flaky.fan, flaky.resets = 4, True, {"/p1": 4, "/p2": 99}
+        for host in others:
+            host.pages, host.fan, host.latency = 45, True, 0.01  # busy for longer than the snoozes
+        crawl = await crawl_archive(
+            [host.url() for host in server.hosts],
+            delay=0.02,
+            max_tasks=1,
+            max_tries=3,
+            retry_backoff=backoff,
+            robots=False,
+        )
+    assert crawled(server) == set().union(*(host.page_urls() for host in server.hosts))
+    assert [len(group) for group in tries(flaky, "/p1")] == [2, 2, 1]  # closed twice, then the page
+    assert len(tries(flaky, "/p2")) == 3  # max_tries, then given up
+    assert crawl.stats["failed"] == 1
+    failed_tries = [*tries(flaky, "/p1")[:2], *tries(flaky, "/p2")[:2]]
+    snooze_start, snooze_end = min(g[-1] for g in failed_tries), max(flaky.arrivals)
+    for group in failed_tries:
+        later = [t for t in flaky.arrivals if t > group[-1]]
+        assert min(later) - group[-1] >= 0.5 * backoff - server.slack(TOLERANCE), "the host was not snoozed"
+    for host in others:
+        assert [t for t in host.arrivals if snooze_start <= t <= snooze_end], "the others waited"
+        assert max(host.gaps()) < 0.5 * backoff, (host.address, max(host.gaps()))
 
 
 async def test_a_host_that_never_answers_does_not_hold_the_others(crawl_archive: CrawlFn) -> None:
