@@ -116,9 +116,14 @@ def _one_weight(weights: Any, weight: float) -> bool:
     return weight != 1.0 and tuple(weights) == (weight,)
 
 
+class CompactInfo(W3TermInfo):  # type: ignore[misc]
+    """A `W3TermInfo` read from a compact term file: a merge knows its postings' blocks
+    are the compact codec's (`tiers.py`)."""
+
+
 def decode(data: bytes) -> Any:
-    """The `W3TermInfo` of `encode`'s bytes."""
-    info = W3TermInfo.__new__(W3TermInfo)
+    """The `CompactInfo` of `encode`'s bytes."""
+    info = CompactInfo.__new__(CompactInfo)
     flags = data[0]
     df, at = get_varint(data, 1)
     if flags & WHOLE_WEIGHT:

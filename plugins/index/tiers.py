@@ -41,11 +41,13 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.formats import Positions
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
+from whoosh.system import unpack_uint
 
 from .blocks import LEVEL, CompactTermsReader
-from .positions import from_whoosh
-from .postblocks import Data, decode_head
+from .positions import from_whoosh, split
+from .postblocks import COUNTS, POSITIONS, RAW, Data, Spliced, block_sections, decode_head, value_kind
 from .segment import FieldLengths, SegmentBuilder
+from .terminfo import CompactInfo as _CompactInfo
 from .terminfo import decode as decode_info
 
 SEGMENTS_PER_TIER = 32
@@ -136,13 +138,24 @@ def _write_postings(
 
 def _field_postings(
     terms: Iterator[tuple[str, bytes, int, Any]], format_: Any, readers: Sequence[Any], docmaps: Sequence[Any]
-) -> Iterator[tuple[bytes, list[Any]]]:
-    """(term, [document, weight, value, ...]) for one field's terms; a term whose documents
-    were all deleted is left out."""
-    for text, holders in itertools.groupby(terms, key=operator.itemgetter(1)):
+) -> Iterator[tuple[bytes, Any]]:
+    """(term, its postings) for one field's terms: `Spliced` where every merged segment
+    is of the compact codec and keeps the term's documents in a row (`_spliced`), else
+    [document, weight, value, ...]; a term whose documents were all deleted is left out."""
+    kind = value_kind(format_)
+    if kind == RAW and format_ is not None and format_.fixed_value_size() != 0:
+        kind = -1  # values of their own: decoded posting by posting
+    for text, group in itertools.groupby(terms, key=operator.itemgetter(1)):
+        holders = list(group)
+        spliced = _spliced(holders, kind, readers, docmaps) if kind >= 0 else None
+        if spliced is not None:
+            yield text, spliced
+            continue
         flat: list[Any] = []
         for _, _, number, where in holders:
             docmap = docmaps[number]
+            if type(where) is _CompactInfo and not where.is_inlined():
+                where = (where._offset, where._length)
             for ids, weights, values in _blocks(readers[number], where, format_):
                 if isinstance(docmap, int):  # no deleted documents: numbers shifted
                     flat += itertools.chain.from_iterable(
@@ -155,6 +168,59 @@ def _field_postings(
                         flat += (new, weight, value)
         if flat:
             yield text, flat
+
+
+def _spliced(
+    holders: list[tuple[str, bytes, int, Any]], kind: int, readers: Sequence[Any], docmaps: Sequence[Any]
+) -> Spliced | None:
+    """A term's postings as `Spliced`, its blocks' sections copied; None unless each
+    merged segment is of the compact codec, deleted none of the documents between the
+    term's first and last in it, and weighs each posting by its count."""
+    spliced = Spliced()
+    ids, heads, bodies = spliced.ids, spliced.heads, spliced.bodies
+    for _, _, number, info in holders:
+        if type(info) is not _CompactInfo:
+            return None
+        docmap = docmaps[number]
+        if isinstance(docmap, int):
+            shift = docmap
+        else:
+            first, last = docmap.get(info._minid), docmap.get(info._maxid)
+            if first is None or last is None or last - first != info._maxid - info._minid:
+                return None
+            shift = first - info._minid
+        spliced.total += info._weight
+        if info._inlined is not None:
+            if len(info._inlined[0]) != 1:
+                return None
+            (docnum,), _, (value,) = info._inlined
+            if kind == POSITIONS:
+                head, body = split(from_whoosh(value))
+                bodies.append(body)
+            elif kind == COUNTS:
+                head = unpack_uint(value[:4])[0]
+            else:
+                head = 1
+            if info._weight != (head >> 2 if kind == POSITIONS else head):
+                return None
+            ids.append(docnum + shift)
+            if kind != RAW:
+                heads.append(head)
+            continue
+        offset, length = info._offset, info._length
+        raw = readers[number]._terms._postfile.get(offset, length)
+        at = previous = 0
+        while at < length:
+            block, start, size = decode_head(raw, at, previous)
+            at = start + size
+            found = block_sections(block, raw[start:at], kind, shift)
+            if found is None:
+                return None
+            ids += found[0]
+            heads += found[1]
+            bodies.append(found[2])
+            previous = block["maxid"]
+    return spliced
 
 
 def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[int, int] | Any]]:
@@ -201,9 +267,7 @@ def _compact_terms(terms: CompactTermsReader, number: int) -> Iterator[tuple[str
     unmap = terms._fieldunmap
     for key, value in terms._tindex.items():
         (fieldid,) = _FIELD.unpack_from(key)
-        info = decode_info(value)
-        where: Any = info if info.is_inlined() else (info._offset, info._length)
-        yield unmap[fieldid], key[_FIELD.size :], number, where
+        yield unmap[fieldid], key[_FIELD.size :], number, decode_info(value)
 
 
 def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterator[tuple[Any, Any, Any]]:
