@@ -125,9 +125,18 @@ def decode(data: bytes) -> Any:
     """The `CompactInfo` of `encode`'s bytes."""
     info = CompactInfo.__new__(CompactInfo)
     flags = data[0]
-    df, at = get_varint(data, 1)
+    # One-byte numbers (most) read inline: a merge decodes every term info of its segments.
+    df = data[1]
+    if df < 0x80:
+        at = 2
+    else:
+        df, at = get_varint(data, 1)
     if flags & WHOLE_WEIGHT:
-        number, at = get_varint(data, at)
+        number = data[at]
+        if number < 0x80:
+            at += 1
+        else:
+            number, at = get_varint(data, at)
         weight = float(number)
     else:
         (weight,) = _FLOAT.unpack_from(data, at)
@@ -135,7 +144,11 @@ def decode(data: bytes) -> Any:
     minlength, maxlength = data[at], data[at + 1]
     at += 2
     if flags & WHOLE_MAX:
-        number, at = get_varint(data, at)
+        number = data[at]
+        if number < 0x80:
+            at += 1
+        else:
+            number, at = get_varint(data, at)
         maxweight = float(number)
     else:
         (maxweight,) = _FLOAT.unpack_from(data, at)
@@ -144,7 +157,11 @@ def decode(data: bytes) -> Any:
     maxid: int | None = None
     if not flags & NO_IDS:
         minid, at = get_varint(data, at)
-        gap, at = get_varint(data, at)
+        gap = data[at]
+        if gap < 0x80:
+            at += 1
+        else:
+            gap, at = get_varint(data, at)
         maxid = minid + gap
     info._weight = weight
     info._df = df
