@@ -369,26 +369,35 @@ class Spliced:
 
 
 def block_sections(
-    block: dict[str, Any], data: bytes, kind: int, shift: int
-) -> tuple[list[int], list[int], bytes] | None:
-    """(the block's ids plus `shift`, its value heads, its positions' bytes), read from its
-    data without splitting it posting by posting; None when its weights are not its counts
-    (then it is decoded as `Data`)."""
-    if block["head"] & COMPRESSED:
+    raw: bytes, at: int, previous: int, kind: int, shift: int
+) -> tuple[list[int], list[int], bytes, int] | None:
+    """(the ids plus `shift`, the value heads and the positions' bytes of the block at `at`
+    of `raw` (its ids after `previous`), where the next block starts), read from the
+    block's data without splitting it posting by posting; None when its weights are not
+    its counts (then it is decoded as `Data`)."""
+    head = raw[at]
+    count, at = get_varint(raw, at + 1)
+    _, at = get_varint(raw, at)
+    if head & WHOLE_MAX:
+        _, at = get_varint(raw, at)
+    else:
+        at += 8
+    size, at = get_varint(raw, at + 2)
+    data = raw[at : at + size]
+    if head & COMPRESSED:
         data = zlib.decompress(data)
-    mode = block["head"] & WEIGHTS_MASK
-    count: int = block["count"]
-    id_gaps, at = get_varints(data, 0, count)
-    id_gaps[0] += block["previous"] + shift
+    mode = head & WEIGHTS_MASK
+    id_gaps, start = get_varints(data, 0, count)
+    id_gaps[0] += previous + shift
     ids = list(accumulate(id_gaps))
     if kind == RAW:
-        return (ids, [], b"") if mode == WEIGHTS_ONE else None
+        return (ids, [], b"", at + size) if mode == WEIGHTS_ONE else None
     if mode != WEIGHTS_ONE and mode != WEIGHTS_COUNTS:
         return None
-    heads, at = get_varints(data, at, count)
+    heads, start = get_varints(data, start, count)
     if mode == WEIGHTS_ONE and max(heads) >= (8 if kind == POSITIONS else 2):
         return None  # weights of 1 that are not the counts
-    return ids, heads, data[at:] if kind == POSITIONS else b""
+    return ids, heads, data[start:] if kind == POSITIONS else b"", at + size
 
 
 def spliced_block(

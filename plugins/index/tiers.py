@@ -127,17 +127,22 @@ def _write_postings(
     """Every term of the `readers` in order, a field at a time; a term's postings segment
     after segment, so their new document numbers ascend."""
     terms = heapq.merge(*(_terms(reader, number) for number, reader in enumerate(readers)))
+    files = [_Postings(reader._terms._postfile) for reader in readers]
     for fieldname, held in itertools.groupby(terms, key=operator.itemgetter(0)):
         if fieldname not in schema:
             continue
         field = schema[fieldname]
-        postings = _field_postings(held, field.format, readers, docmaps)
+        postings = _field_postings(held, field.format, readers, files, docmaps)
         packed = type(field.format) is Positions  # `_blocks` gives positions packed
         fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL, packed)
 
 
 def _field_postings(
-    terms: Iterator[tuple[str, bytes, int, Any]], format_: Any, readers: Sequence[Any], docmaps: Sequence[Any]
+    terms: Iterator[tuple[str, bytes, int, Any]],
+    format_: Any,
+    readers: Sequence[Any],
+    files: Sequence[_Postings],
+    docmaps: Sequence[Any],
 ) -> Iterator[tuple[bytes, Any]]:
     """(term, its postings) for one field's terms: `Spliced` where every merged segment
     is of the compact codec and keeps the term's documents in a row (`_spliced`), else
@@ -147,7 +152,7 @@ def _field_postings(
         kind = -1  # values of their own: decoded posting by posting
     for text, group in itertools.groupby(terms, key=operator.itemgetter(1)):
         holders = list(group)
-        spliced = _spliced(holders, kind, readers, docmaps) if kind >= 0 else None
+        spliced = _spliced(holders, kind, files, docmaps) if kind >= 0 else None
         if spliced is not None:
             yield text, spliced
             continue
@@ -171,7 +176,10 @@ def _field_postings(
 
 
 def _spliced(
-    holders: list[tuple[str, bytes, int, Any]], kind: int, readers: Sequence[Any], docmaps: Sequence[Any]
+    holders: list[tuple[str, bytes, int, Any]],
+    kind: int,
+    postings: Sequence[_Postings],
+    docmaps: Sequence[Any],
 ) -> Spliced | None:
     """A term's postings as `Spliced`, its blocks' sections copied; None unless each
     merged segment is of the compact codec, deleted none of the documents between the
@@ -207,20 +215,38 @@ def _spliced(
             if kind != RAW:
                 heads.append(head)
             continue
-        offset, length = info._offset, info._length
-        raw = readers[number]._terms._postfile.get(offset, length)
-        at = previous = 0
-        while at < length:
-            block, start, size = decode_head(raw, at, previous)
-            at = start + size
-            found = block_sections(block, raw[start:at], kind, shift)
+        raw, at = postings[number].get(info._offset, info._length)
+        end = at + info._length
+        previous = 0
+        while at < end:
+            found = block_sections(raw, at, previous, kind, shift)
             if found is None:
                 return None
-            ids += found[0]
-            heads += found[1]
-            bodies.append(found[2])
-            previous = block["maxid"]
+            block_ids, block_heads, block_bodies, at = found
+            ids += block_ids
+            heads += block_heads
+            bodies.append(block_bodies)
+            previous = block_ids[-1] - shift
     return spliced
+
+
+class _Postings:
+    """A segment's posting file read `CHUNK` bytes at a time: a merge reads the terms'
+    postings in the order they were written."""
+
+    def __init__(self, postfile: Any) -> None:
+        self._postfile = postfile
+        self._buffer = b""
+        self._start = 0
+
+    def get(self, offset: int, length: int) -> tuple[bytes, int]:
+        """(bytes holding the `length` bytes at `offset`, where they start in them)."""
+        at = offset - self._start
+        if at < 0 or at + length > len(self._buffer):
+            self._buffer = self._postfile.get(offset, max(CHUNK, length))
+            self._start = offset
+            at = 0
+        return self._buffer, at
 
 
 def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[int, int] | Any]]:
