@@ -446,14 +446,17 @@ def test_a_merge_copies_the_sections_of_blocks_and_writes_what_one_segment_holds
 def test_a_merge_of_segments_with_deleted_pages_writes_what_one_segment_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pages replaced in a later segment: terms whose documents in a segment surround a
-    deleted one are decoded, the others' blocks copied; the merged segment holds what the
-    one segment of the live pages holds, and searches score as after decoding every
-    posting."""
+    """Pages replaced in a later segment: the blocks holding a deleted page are filtered
+    posting by posting from their sections, the others copied, none decoded as a reader
+    decodes it; the merged segment holds what the one segment of the live pages holds, and
+    searches score as after decoding every posting."""
     docs = _pages(300)
     parts = [docs[:100], docs[100:210], docs[210:]]
     replaced = [{**doc, "text": doc["text"] + " replaced", "title": "new"} for doc in docs[3::23]]
-    merged = _merged(tmp_path / "merged", parts, replaced)
+    replaced.append({**docs[4], "text": "", "title": "emptied"})  # its words gone from a segment
+    with monkeypatch.context() as patched:
+        patched.setattr(tiers, "Data", _decoding)
+        merged = _merged(tmp_path / "merged", parts, replaced)
     _same_index(merged, _fresh(tmp_path / "fresh", parts, replaced))
     with monkeypatch.context() as patched:
         patched.setattr(tiers, "_spliced", lambda *args: None)

@@ -45,6 +45,7 @@ from whoosh.system import unpack_uint
 
 from .blocks import LEVEL, CompactTermsReader
 from .positions import from_whoosh, split
+from .positions import size as body_bytes
 from .postblocks import COUNTS, POSITIONS, RAW, Data, Spliced, block_sections, decode_head, value_kind
 from .segment import FieldLengths, SegmentBuilder
 from .terminfo import CompactInfo as _CompactInfo
@@ -154,7 +155,8 @@ def _field_postings(
         holders = list(group)
         spliced = _spliced(holders, kind, files, docmaps) if kind >= 0 else None
         if spliced is not None:
-            yield text, spliced
+            if spliced.ids:  # else every document of the term was deleted
+                yield text, spliced
             continue
         flat: list[Any] = []
         for _, _, number, where in holders:
@@ -181,53 +183,89 @@ def _spliced(
     postings: Sequence[_Postings],
     docmaps: Sequence[Any],
 ) -> Spliced | None:
-    """A term's postings as `Spliced`, its blocks' sections copied; None unless each
-    merged segment is of the compact codec, deleted none of the documents between the
-    term's first and last in it, and weighs each posting by its count."""
+    """A term's postings as `Spliced`, its blocks' sections copied (a block holding a
+    deleted document filtered posting by posting); None unless each merged segment is of
+    the compact codec and weighs each posting by its count."""
     spliced = Spliced()
     ids, heads, bodies = spliced.ids, spliced.heads, spliced.bodies
     for _, _, number, info in holders:
         if type(info) is not _CompactInfo:
             return None
         docmap = docmaps[number]
+        shift: int | None
         if isinstance(docmap, int):
             shift = docmap
         else:
             first, last = docmap.get(info._minid), docmap.get(info._maxid)
-            if first is None or last is None or last - first != info._maxid - info._minid:
-                return None
-            shift = first - info._minid
-        spliced.total += info._weight
+            in_row = first is not None and last is not None and last - first == info._maxid - info._minid
+            shift = first - info._minid if in_row else None
+        total = info._weight
         if info._inlined is not None:
             if len(info._inlined[0]) != 1:
                 return None
             (docnum,), _, (value,) = info._inlined
             if kind == POSITIONS:
                 head, body = split(from_whoosh(value))
-                bodies.append(body)
             elif kind == COUNTS:
-                head = unpack_uint(value[:4])[0]
+                head, body = unpack_uint(value[:4])[0], b""
             else:
-                head = 1
-            if info._weight != (head >> 2 if kind == POSITIONS else head):
+                head, body = 1, b""
+            if total != (head >> 2 if kind == POSITIONS else head):
                 return None
-            ids.append(docnum + shift)
-            if kind != RAW:
-                heads.append(head)
+            new = docnum + shift if shift is not None else docmap.get(docnum)
+            if new is not None:  # None: a deleted document
+                spliced.total += total
+                ids.append(new)
+                bodies.append(body)
+                if kind != RAW:
+                    heads.append(head)
             continue
         raw, at = postings[number].get(info._offset, info._length)
         end = at + info._length
         previous = 0
         while at < end:
-            found = block_sections(raw, at, previous, kind, shift)
+            found = block_sections(raw, at, previous, kind, shift or 0)
             if found is None:
                 return None
             block_ids, block_heads, block_bodies, at = found
+            if shift is None:
+                previous = block_ids[-1]
+                block_ids, block_heads, block_bodies, dropped = _kept(
+                    block_ids, block_heads, block_bodies, docmap, kind
+                )
+                total -= dropped
+            else:
+                previous = block_ids[-1] - shift
             ids += block_ids
             heads += block_heads
             bodies.append(block_bodies)
-            previous = block_ids[-1] - shift
+        spliced.total += total
     return spliced
+
+
+def _kept(
+    ids: list[int], heads: list[int], bodies: bytes, docmap: dict[int, int], kind: int
+) -> tuple[list[int], list[int], bytes, int]:
+    """A block's sections less its deleted documents' postings, its ids renumbered by
+    `docmap`: (ids, heads, positions' bytes, the weight dropped)."""
+    new = list(map(docmap.get, ids))
+    if None not in new:
+        return new, heads, bodies, 0  # type: ignore[return-value]
+    kept_ids: list[int] = []
+    kept_heads: list[int] = []
+    kept_bodies: list[bytes] = []
+    dropped = 0
+    at = 0
+    for docnum, head in itertools.zip_longest(new, heads, fillvalue=1):
+        end = at + body_bytes(head) if kind == POSITIONS else at
+        if docnum is None:
+            dropped += head >> 2 if kind == POSITIONS else head
+        else:
+            kept_ids.append(docnum)
+            kept_heads.append(head)
+            kept_bodies.append(bodies[at:end])
+        at = end
+    return kept_ids, kept_heads if kind != RAW else [], b"".join(kept_bodies), dropped
 
 
 class _Postings:
