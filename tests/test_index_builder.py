@@ -358,3 +358,108 @@ def test_positions_take_fewer_bytes_and_whoosh_decodes_them() -> None:
         assert Positions().decode_positions(value) == poses
         assert Positions().decode_frequency(value) == len(poses)
         assert len(value) < len(pack_uint(len(poses)) + dumps(deltas, 2))
+
+
+def _merged(folder: Path, parts: list[list[dict[str, Any]]], replaced: list[dict[str, Any]]) -> Path:
+    """An archive of `parts` in segments of their own (`replaced` replacing their pages in
+    one more), merged into one by `merge_segments`."""
+    merged = whoosh_dir(folder)
+    merged.mkdir(parents=True)
+    ix = create_index(merged)
+    for part in [*parts, replaced]:
+        writer = SegmentBuilder(ix)
+        for doc in part:
+            writer.update_document(**doc)
+        writer.commit(merge=False)
+    ix = FileIndex(ix.storage, ix.schema, ix.indexname)
+    writer = ix.writer()
+    segment = merge_segments(writer, ix._segments())
+    writer._close_segment()
+    writer._commit_toc([segment])
+    writer._finish()
+    return folder
+
+
+def _fresh(folder: Path, parts: list[list[dict[str, Any]]], replaced: list[dict[str, Any]]) -> Path:
+    """An archive of the live pages of `_merged`, in its order, written as one segment."""
+    gone = {doc["url"] for doc in replaced}
+    build(
+        whoosh_dir(folder),
+        [doc for part in parts for doc in part if doc["url"] not in gone] + replaced,
+        False,
+    )
+    return folder
+
+
+def _hits(archive: Path) -> list[list[tuple[str, float]]]:
+    try:
+        return [
+            [(h.url, h.score) for h in search(archive, query, limit=50, with_snippets=False).hits]
+            for query in ("replaced", "queue", "event loop", '"event loop"', "title:new", "ba*", "中文")
+        ]
+    finally:
+        close_all()
+
+
+def _same_index(merged: Path, fresh: Path) -> None:
+    """Every posting, block, term statistic, document length and stored field.  Not the
+    fields' total lengths: a merge adds up the documents' length bytes, as whoosh's own
+    merge does, where a segment written at once adds up the lengths."""
+    merged_contents, fresh_contents = _open(merged), _open(fresh)
+    assert merged_contents["terms"] == fresh_contents["terms"]
+    for part in ("fields", "count", "stored", "lengths"):
+        assert merged_contents[part] == fresh_contents[part]
+
+
+def _pages(count: int) -> list[dict[str, Any]]:
+    """The odd pages of `documents`, then `count` bench pages."""
+    captures = [
+        Capture(url, "20240501120000", 200, "text/html", "utf-8", body) for url, body in bench_pages(count)
+    ]
+    return [*documents()[160:], *map(make_document, captures)]
+
+
+def _decoding(*args: Any) -> None:
+    raise AssertionError("a posting block decoded one posting at a time")
+
+
+def test_a_merge_copies_the_sections_of_blocks_and_writes_what_one_segment_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segments without deleted documents are merged without decoding any posting of theirs
+    (blocks' sections are copied, cut where the merged term's blocks end), and the merged
+    segment holds, posting for posting and block for block, what the one segment of the
+    same pages holds; searches score the same as after a merge decoding every posting."""
+    docs = _pages(300)
+    parts = [docs[:100], docs[100:210], docs[210:]]
+    with monkeypatch.context() as patched:
+        patched.setattr(tiers, "Data", _decoding)
+        merged = _merged(tmp_path / "merged", parts, [])
+    _same_index(merged, _fresh(tmp_path / "fresh", parts, []))
+    with monkeypatch.context() as patched:
+        patched.setattr(tiers, "_spliced", lambda *args: None)
+        decoded = _merged(tmp_path / "decoded", parts, [])
+    assert _hits(merged) == _hits(decoded)
+    assert sum(map(bool, _hits(merged))) == 5  # all but "replaced", "title:new"
+
+
+def test_a_merge_of_segments_with_deleted_pages_writes_what_one_segment_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages replaced in a later segment: the blocks holding a deleted page are filtered
+    posting by posting from their sections, the others copied, none decoded as a reader
+    decodes it; the merged segment holds what the one segment of the live pages holds, and
+    searches score as after decoding every posting."""
+    docs = _pages(300)
+    parts = [docs[:100], docs[100:210], docs[210:]]
+    replaced = [{**doc, "text": doc["text"] + " replaced", "title": "new"} for doc in docs[3::23]]
+    replaced.append({**docs[4], "text": "", "title": "emptied"})  # its words gone from a segment
+    with monkeypatch.context() as patched:
+        patched.setattr(tiers, "Data", _decoding)
+        merged = _merged(tmp_path / "merged", parts, replaced)
+    _same_index(merged, _fresh(tmp_path / "fresh", parts, replaced))
+    with monkeypatch.context() as patched:
+        patched.setattr(tiers, "_spliced", lambda *args: None)
+        decoded = _merged(tmp_path / "decoded", parts, replaced)
+    assert _hits(merged) == _hits(decoded)
+    assert all(_hits(merged))

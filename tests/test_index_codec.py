@@ -421,3 +421,21 @@ def test_packed_positions_read_back_in_the_fewest_bytes_a_gap(poses: list[int]) 
     assert Positions().decode_positions(to_whoosh(packed)) == poses
     assert from_whoosh(to_whoosh(packed)) == packed
     assert from_whoosh(_positions(poses)) == packed
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_varints_read_back_among_long_and_short_numbers(seed: int) -> None:
+    """`get_many` takes the one-byte numbers between longer ones in slices: every number
+    and where the next item starts come back, whatever the mix."""
+    from archiver_plugins.index.varint import get_many, put_many
+
+    rng = random.Random(seed)
+    for _ in range(400):
+        numbers = [
+            rng.randrange(0x80) if rng.random() < 0.7 else rng.randrange(1 << rng.randrange(7, 40))
+            for _ in range(rng.randrange(60))
+        ]
+        data = bytearray(b"\x81\x01")
+        put_many(data, numbers)
+        data += b"\xff\x7f"  # a long number after them
+        assert get_many(bytes(data), 2, len(numbers)) == (numbers, len(data) - 2)

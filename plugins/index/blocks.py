@@ -26,11 +26,12 @@ from typing import Any
 from whoosh.codec.whoosh3 import W3Codec, W3FieldWriter, W3Segment, W3TermsReader
 from whoosh.matching import ListMatcher
 from whoosh.reading import TermNotFound
-from whoosh.system import pack_ushort
+from whoosh.system import pack_uint, pack_ushort
 from whoosh.util.numeric import length_to_byte
 
+from .positions import size as body_bytes
 from .positions import to_whoosh
-from .postblocks import CompactMatcher, Encoder
+from .postblocks import POSITIONS, RAW, CompactMatcher, Encoder, Spliced, spliced_block
 from .termfile import TermFileReader, TermFileWriter
 from .terminfo import decode as decode_info
 from .terminfo import doc_frequency as info_doc_frequency
@@ -110,13 +111,14 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         self,
         fieldname: str,
         fieldobj: Any,
-        terms: Iterable[tuple[bytes, list[Any]]],
+        terms: Iterable[tuple[bytes, list[Any] | Spliced]],
         lengths: bytes | bytearray | None,
         level: int,
         packed: bool = False,
     ) -> None:
         """Write the field's `terms` in ascending order: (term bytes, [document, weight,
-        value, ...] in document order).  `lengths` holds each document's length byte
+        value, ...] in document order, or a merge's `Spliced` postings: the same blocks,
+        made from their sections).  `lengths` holds each document's length byte
         (None: a field without lengths); blocks are compressed at `level` (0: none) where
         that makes them smaller; `packed`: a positions field's values are packed
         (`positions.py`), not whoosh's."""
@@ -146,9 +148,15 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         self.finish_field()
 
     def _term(
-        self, flat: list[Any], encoder: Encoder, offset: int, lengths: Any
+        self, postings: list[Any] | Spliced, encoder: Encoder, offset: int, lengths: Any
     ) -> tuple[bytes, list[bytes]]:
         """(the term info, the blocks to write at `offset`) of one term's postings."""
+        if isinstance(postings, Spliced):
+            if len(postings.ids) > 1:
+                return self._spliced_term(postings, encoder, offset, lengths)
+            flat = self._spliced_single(postings, encoder)
+        else:
+            flat = postings
         if len(flat) == 3:  # one posting, inlined in the term info: most terms of a segment
             docnum, weight, value = flat
             rounded = weight if weight == 1.0 else _ROUND(_FLOAT(weight))[0]
@@ -164,6 +172,65 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         length, stats = self._blocks(flat, parts, self._codec._blocklimit, encoder, lengths)
         total, count, low, high, top, first, last = stats
         info = encode_info(total, count, low, high, top, first, last, (offset, length), None)
+        return info, parts
+
+    @staticmethod
+    def _spliced_single(spliced: Spliced, encoder: Encoder) -> list[Any]:
+        """The one posting of `spliced` as a flat posting list (kept in the term info)."""
+        kind = encoder.kind
+        if kind == RAW:
+            return [spliced.ids[0], 1.0, None]
+        head = spliced.heads[0]
+        if kind == POSITIONS:
+            return [spliced.ids[0], float(head >> 2), (head, b"".join(spliced.bodies))]
+        return [spliced.ids[0], float(head), pack_uint(head)]
+
+    def _spliced_term(
+        self, spliced: Spliced, encoder: Encoder, offset: int, lengths: Any
+    ) -> tuple[bytes, list[bytes]]:
+        """`_term` of postings a merge gathered as `Spliced`: the same blocks, their
+        sections copied."""
+        ids = spliced.ids
+        heads = spliced.heads
+        bodies = b"".join(spliced.bodies)
+        kind = encoder.kind
+        count = len(ids)
+        limit = self._codec._blocklimit
+        parts: list[bytes] = []
+        top = low = high = written = previous = at = 0
+        for first in range(0, count, limit):
+            last = min(first + limit, count)
+            if kind != POSITIONS:
+                block_bodies = b""
+            elif last == count:
+                block_bodies = bodies[at:]
+            else:
+                end = at + sum(map(body_bytes, heads[first:last]))
+                block_bodies = bodies[at:end]
+                at = end
+            if lengths is None:
+                small = big = 0
+            else:
+                found = bytes(map(lengths.__getitem__, ids[first:last]))
+                big = max(found)
+                small = min(found) if 0 not in found else min(found.replace(b"\0", b""), default=0)
+            data = spliced_block(
+                spliced, first, last, block_bodies, kind, encoder.level, previous, small, big
+            )
+            parts.append(data)
+            written += len(data)
+            previous = ids[last - 1]
+            if small and (not low or small < low):
+                low = small
+            if big > high:
+                high = big
+        if kind == RAW:
+            top = 1
+        else:
+            top = max(heads)
+            if kind == POSITIONS:
+                top >>= 2
+        info = encode_info(spliced.total, count, low, high, top, ids[0], ids[-1], (offset, written), None)
         return info, parts
 
     @staticmethod

@@ -349,3 +349,93 @@ class CompactMatcher(W3LeafMatcher):  # type: ignore[misc]
         if self._data is None:
             self._read_data()
         self._values = self._data.values()
+
+
+class Spliced:
+    """A term's postings gathered by a merge without a value or a weight of its own each:
+    the documents, the value heads (a positions field's: count * 4 + width code; a counts
+    field's: the count; none for a field without values) and the positions' bytes one after
+    the other.  The weights are the counts (1 without values): a block whose weights are
+    anything else is not gathered this way (`block_sections`).  `total` is the term's
+    weight, summed from the merged segments' term infos."""
+
+    __slots__ = ("bodies", "heads", "ids", "total")
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.heads: list[int] = []
+        self.bodies: list[bytes] = []
+        self.total = 0.0
+
+
+def block_sections(
+    raw: bytes, at: int, previous: int, kind: int, shift: int
+) -> tuple[list[int], list[int], bytes, int] | None:
+    """(the ids plus `shift`, the value heads and the positions' bytes of the block at `at`
+    of `raw` (its ids after `previous`), where the next block starts), read from the
+    block's data without splitting it posting by posting; None when its weights are not
+    its counts (then it is decoded as `Data`)."""
+    head = raw[at]
+    count, at = get_varint(raw, at + 1)
+    _, at = get_varint(raw, at)
+    if head & WHOLE_MAX:
+        _, at = get_varint(raw, at)
+    else:
+        at += 8
+    size, at = get_varint(raw, at + 2)
+    data = raw[at : at + size]
+    if head & COMPRESSED:
+        data = zlib.decompress(data)
+    mode = head & WEIGHTS_MASK
+    id_gaps, start = get_varints(data, 0, count)
+    id_gaps[0] += previous + shift
+    ids = list(accumulate(id_gaps))
+    if kind == RAW:
+        return (ids, [], b"", at + size) if mode == WEIGHTS_ONE else None
+    if mode != WEIGHTS_ONE and mode != WEIGHTS_COUNTS:
+        return None
+    heads, start = get_varints(data, start, count)
+    if mode == WEIGHTS_ONE and max(heads) >= (8 if kind == POSITIONS else 2):
+        return None  # weights of 1 that are not the counts
+    return ids, heads, data[start:] if kind == POSITIONS else b"", at + size
+
+
+def spliced_block(
+    spliced: Spliced,
+    first: int,
+    last: int,
+    bodies: bytes,
+    kind: int,
+    level: int,
+    previous: int,
+    small: int,
+    big: int,
+) -> bytes:
+    """`Encoder.block` of the postings `first` to `last` of `spliced` (`bodies` their
+    positions' bytes), byte for byte: the same block from sections copied whole."""
+    ids = spliced.ids[first:last]
+    data = bytearray()
+    put_varints(data, [ids[0] - previous, *map(int.__sub__, ids[1:], ids[:-1])])
+    head = 0
+    if kind == RAW:
+        biggest = 1
+    else:
+        heads = spliced.heads[first:last]
+        top = max(heads)
+        biggest = top >> 2 if kind == POSITIONS else top
+        head |= WEIGHTS_ONE if biggest == 1 else WEIGHTS_COUNTS
+        put_varints(data, heads)
+        data += bodies
+    if level and len(data) >= SMALLEST_COMPRESSED:
+        packed = zlib.compress(data, level)
+        if len(packed) < len(data):
+            data = bytearray(packed)
+            head |= COMPRESSED
+    out = bytearray((head | WHOLE_MAX,))
+    put_varint(out, len(ids))
+    put_varint(out, ids[-1] - previous)
+    put_varint(out, biggest)
+    out.append(small)
+    out.append(big)
+    put_varint(out, len(data))
+    return bytes(out + data)

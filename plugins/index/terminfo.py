@@ -116,13 +116,27 @@ def _one_weight(weights: Any, weight: float) -> bool:
     return weight != 1.0 and tuple(weights) == (weight,)
 
 
+class CompactInfo(W3TermInfo):  # type: ignore[misc]
+    """A `W3TermInfo` read from a compact term file: a merge knows its postings' blocks
+    are the compact codec's (`tiers.py`)."""
+
+
 def decode(data: bytes) -> Any:
-    """The `W3TermInfo` of `encode`'s bytes."""
-    info = W3TermInfo.__new__(W3TermInfo)
+    """The `CompactInfo` of `encode`'s bytes."""
+    info = CompactInfo.__new__(CompactInfo)
     flags = data[0]
-    df, at = get_varint(data, 1)
+    # One-byte numbers (most) read inline: a merge decodes every term info of its segments.
+    df = data[1]
+    if df < 0x80:
+        at = 2
+    else:
+        df, at = get_varint(data, 1)
     if flags & WHOLE_WEIGHT:
-        number, at = get_varint(data, at)
+        number = data[at]
+        if number < 0x80:
+            at += 1
+        else:
+            number, at = get_varint(data, at)
         weight = float(number)
     else:
         (weight,) = _FLOAT.unpack_from(data, at)
@@ -130,7 +144,11 @@ def decode(data: bytes) -> Any:
     minlength, maxlength = data[at], data[at + 1]
     at += 2
     if flags & WHOLE_MAX:
-        number, at = get_varint(data, at)
+        number = data[at]
+        if number < 0x80:
+            at += 1
+        else:
+            number, at = get_varint(data, at)
         maxweight = float(number)
     else:
         (maxweight,) = _FLOAT.unpack_from(data, at)
@@ -139,7 +157,11 @@ def decode(data: bytes) -> Any:
     maxid: int | None = None
     if not flags & NO_IDS:
         minid, at = get_varint(data, at)
-        gap, at = get_varint(data, at)
+        gap = data[at]
+        if gap < 0x80:
+            at += 1
+        else:
+            gap, at = get_varint(data, at)
         maxid = minid + gap
     info._weight = weight
     info._df = df

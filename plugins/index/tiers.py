@@ -41,11 +41,14 @@ from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.formats import Positions
 from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
+from whoosh.system import unpack_uint
 
 from .blocks import LEVEL, CompactTermsReader
-from .positions import from_whoosh
-from .postblocks import Data, decode_head
+from .positions import from_whoosh, split
+from .positions import size as body_bytes
+from .postblocks import COUNTS, POSITIONS, RAW, Data, Spliced, block_sections, decode_head, value_kind
 from .segment import FieldLengths, SegmentBuilder
+from .terminfo import CompactInfo as _CompactInfo
 from .terminfo import decode as decode_info
 
 SEGMENTS_PER_TIER = 32
@@ -125,24 +128,41 @@ def _write_postings(
     """Every term of the `readers` in order, a field at a time; a term's postings segment
     after segment, so their new document numbers ascend."""
     terms = heapq.merge(*(_terms(reader, number) for number, reader in enumerate(readers)))
+    files = [_Postings(reader._terms._postfile) for reader in readers]
     for fieldname, held in itertools.groupby(terms, key=operator.itemgetter(0)):
         if fieldname not in schema:
             continue
         field = schema[fieldname]
-        postings = _field_postings(held, field.format, readers, docmaps)
+        postings = _field_postings(held, field.format, readers, files, docmaps)
         packed = type(field.format) is Positions  # `_blocks` gives positions packed
         fieldwriter.add_terms(fieldname, field, postings, lengths.length_bytes(fieldname), LEVEL, packed)
 
 
 def _field_postings(
-    terms: Iterator[tuple[str, bytes, int, Any]], format_: Any, readers: Sequence[Any], docmaps: Sequence[Any]
-) -> Iterator[tuple[bytes, list[Any]]]:
-    """(term, [document, weight, value, ...]) for one field's terms; a term whose documents
-    were all deleted is left out."""
-    for text, holders in itertools.groupby(terms, key=operator.itemgetter(1)):
+    terms: Iterator[tuple[str, bytes, int, Any]],
+    format_: Any,
+    readers: Sequence[Any],
+    files: Sequence[_Postings],
+    docmaps: Sequence[Any],
+) -> Iterator[tuple[bytes, Any]]:
+    """(term, its postings) for one field's terms: `Spliced` where every merged segment
+    is of the compact codec and keeps the term's documents in a row (`_spliced`), else
+    [document, weight, value, ...]; a term whose documents were all deleted is left out."""
+    kind = value_kind(format_)
+    if kind == RAW and format_ is not None and format_.fixed_value_size() != 0:
+        kind = -1  # values of their own: decoded posting by posting
+    for text, group in itertools.groupby(terms, key=operator.itemgetter(1)):
+        holders = list(group)
+        spliced = _spliced(holders, kind, files, docmaps) if kind >= 0 else None
+        if spliced is not None:
+            if spliced.ids:  # else every document of the term was deleted
+                yield text, spliced
+            continue
         flat: list[Any] = []
         for _, _, number, where in holders:
             docmap = docmaps[number]
+            if type(where) is _CompactInfo and not where.is_inlined():
+                where = (where._offset, where._length)
             for ids, weights, values in _blocks(readers[number], where, format_):
                 if isinstance(docmap, int):  # no deleted documents: numbers shifted
                     flat += itertools.chain.from_iterable(
@@ -155,6 +175,116 @@ def _field_postings(
                         flat += (new, weight, value)
         if flat:
             yield text, flat
+
+
+def _spliced(
+    holders: list[tuple[str, bytes, int, Any]],
+    kind: int,
+    postings: Sequence[_Postings],
+    docmaps: Sequence[Any],
+) -> Spliced | None:
+    """A term's postings as `Spliced`, its blocks' sections copied (a block holding a
+    deleted document filtered posting by posting); None unless each merged segment is of
+    the compact codec and weighs each posting by its count."""
+    spliced = Spliced()
+    ids, heads, bodies = spliced.ids, spliced.heads, spliced.bodies
+    for _, _, number, info in holders:
+        if type(info) is not _CompactInfo:
+            return None
+        docmap = docmaps[number]
+        shift: int | None
+        if isinstance(docmap, int):
+            shift = docmap
+        else:
+            first, last = docmap.get(info._minid), docmap.get(info._maxid)
+            in_row = first is not None and last is not None and last - first == info._maxid - info._minid
+            shift = first - info._minid if in_row else None
+        total = info._weight
+        if info._inlined is not None:
+            if len(info._inlined[0]) != 1:
+                return None
+            (docnum,), _, (value,) = info._inlined
+            if kind == POSITIONS:
+                head, body = split(from_whoosh(value))
+            elif kind == COUNTS:
+                head, body = unpack_uint(value[:4])[0], b""
+            else:
+                head, body = 1, b""
+            if total != (head >> 2 if kind == POSITIONS else head):
+                return None
+            new = docnum + shift if shift is not None else docmap.get(docnum)
+            if new is not None:  # None: a deleted document
+                spliced.total += total
+                ids.append(new)
+                bodies.append(body)
+                if kind != RAW:
+                    heads.append(head)
+            continue
+        raw, at = postings[number].get(info._offset, info._length)
+        end = at + info._length
+        previous = 0
+        while at < end:
+            found = block_sections(raw, at, previous, kind, shift or 0)
+            if found is None:
+                return None
+            block_ids, block_heads, block_bodies, at = found
+            if shift is None:
+                previous = block_ids[-1]
+                block_ids, block_heads, block_bodies, dropped = _kept(
+                    block_ids, block_heads, block_bodies, docmap, kind
+                )
+                total -= dropped
+            else:
+                previous = block_ids[-1] - shift
+            ids += block_ids
+            heads += block_heads
+            bodies.append(block_bodies)
+        spliced.total += total
+    return spliced
+
+
+def _kept(
+    ids: list[int], heads: list[int], bodies: bytes, docmap: dict[int, int], kind: int
+) -> tuple[list[int], list[int], bytes, int]:
+    """A block's sections less its deleted documents' postings, its ids renumbered by
+    `docmap`: (ids, heads, positions' bytes, the weight dropped)."""
+    new = list(map(docmap.get, ids))
+    if None not in new:
+        return new, heads, bodies, 0  # type: ignore[return-value]
+    kept_ids: list[int] = []
+    kept_heads: list[int] = []
+    kept_bodies: list[bytes] = []
+    dropped = 0
+    at = 0
+    for docnum, head in itertools.zip_longest(new, heads, fillvalue=1):
+        end = at + body_bytes(head) if kind == POSITIONS else at
+        if docnum is None:
+            dropped += head >> 2 if kind == POSITIONS else head
+        else:
+            kept_ids.append(docnum)
+            kept_heads.append(head)
+            kept_bodies.append(bodies[at:end])
+        at = end
+    return kept_ids, kept_heads if kind != RAW else [], b"".join(kept_bodies), dropped
+
+
+class _Postings:
+    """A segment's posting file read `CHUNK` bytes at a time: a merge reads the terms'
+    postings in the order they were written."""
+
+    def __init__(self, postfile: Any) -> None:
+        self._postfile = postfile
+        self._buffer = b""
+        self._start = 0
+
+    def get(self, offset: int, length: int) -> tuple[bytes, int]:
+        """(bytes holding the `length` bytes at `offset`, where they start in them)."""
+        at = offset - self._start
+        if at < 0 or at + length > len(self._buffer):
+            self._buffer = self._postfile.get(offset, max(CHUNK, length))
+            self._start = offset
+            at = 0
+        return self._buffer, at
 
 
 def _terms(reader: Any, number: int) -> Iterator[tuple[str, bytes, int, tuple[int, int] | Any]]:
@@ -201,9 +331,7 @@ def _compact_terms(terms: CompactTermsReader, number: int) -> Iterator[tuple[str
     unmap = terms._fieldunmap
     for key, value in terms._tindex.items():
         (fieldid,) = _FIELD.unpack_from(key)
-        info = decode_info(value)
-        where: Any = info if info.is_inlined() else (info._offset, info._length)
-        yield unmap[fieldid], key[_FIELD.size :], number, where
+        yield unmap[fieldid], key[_FIELD.size :], number, decode_info(value)
 
 
 def _compact_blocks(reader: Any, where: tuple[int, int], format_: Any) -> Iterator[tuple[Any, Any, Any]]:

@@ -7,6 +7,11 @@ writes fixed 4- and 8-byte fields or pickle opcodes.
 
 from __future__ import annotations
 
+import re
+
+_LONG = re.compile(rb"[\x80-\xff]")
+"""A byte of a number of more than one byte."""
+
 
 def put(out: bytearray, number: int) -> None:
     """Append `number` (>= 0) to `out`."""
@@ -46,26 +51,22 @@ def get(data: bytes, at: int) -> tuple[int, int]:
 
 
 def get_many(data: bytes, at: int, count: int) -> tuple[list[int], int]:
-    """(`count` numbers from `at`, where the next item starts)."""
+    """(`count` numbers from `at`, where the next item starts).  The one-byte numbers
+    between two longer ones (most of a block's: a block's first id gap is often long, the
+    others short) are taken in one slice."""
     chunk = data[at : at + count]
     if len(chunk) == count and (not chunk or max(chunk) < 0x80):
         return list(chunk), at + count
     found: list[int] = []
-    append = found.append
-    for _ in range(count):
-        byte = data[at]
-        at += 1
-        if byte < 0x80:
-            append(byte)
-            continue
-        number = byte & 0x7F
-        shift = 7
-        while True:
-            byte = data[at]
-            at += 1
-            number |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                break
-            shift += 7
-        append(number)
+    search = _LONG.search
+    while count:
+        long = search(data, at, at + count)
+        if long is None:
+            found += data[at : at + count]
+            return found, at + count
+        start = long.start()
+        found += data[at:start]
+        count -= start - at + 1
+        number, at = get(data, start)
+        found.append(number)
     return found, at
