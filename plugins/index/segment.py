@@ -160,8 +160,11 @@ class FieldLengths:
             read = self._reader.doc_field_length
             # an array, not a list: at a tier's merge of ~270,000 pages a list of ints per field
             # took tens of megabytes of the writer's memory
-            values = (read(d, fieldname, default) for d in range(self._count))
-            table = self._tables[fieldname] = array("I", values)
+            try:
+                table = array("I", (read(d, fieldname, default) for d in range(self._count)))
+            except TypeError:  # a field without lengths answers its default, None for some callers
+                table = [read(d, fieldname, default) for d in range(self._count)]
+            self._tables[fieldname] = table
         return table
 
     def close(self) -> None:
