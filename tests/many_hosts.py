@@ -176,3 +176,20 @@ async def many_hosts(count: int) -> AsyncIterator[ManyHosts]:
         yield server
     finally:
         await server.close()
+
+
+@contextlib.asynccontextmanager
+async def in_flight_totals(server: ManyHosts) -> AsyncIterator[list[int]]:
+    """Requests in flight across every host, sampled every 10 ms while the block runs."""
+    totals: list[int] = []
+
+    async def sample() -> None:
+        while True:
+            totals.append(sum(host.in_flight for host in server.hosts))
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        yield totals
+    finally:
+        sampler.cancel()

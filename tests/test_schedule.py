@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from many_hosts import Host, ManyHosts, many_hosts
+from many_hosts import Host, ManyHosts, in_flight_totals, many_hosts
 from terminal import run_on_terminal, screen_lines
 from test_resume import FAST, PLUGINS, captures, rewind, run_cli, start_cli
 
@@ -185,22 +185,14 @@ async def test_each_host_gets_its_gap_and_its_slots_and_hosts_go_in_parallel(cra
         slow.robots = "User-agent: *\nCrawl-delay: 0.4\n"
         for host in server.hosts[:3]:
             host.robots = "User-agent: *\nAllow: /\n"
-        totals: list[int] = []
-
-        async def sample() -> None:
-            while True:
-                totals.append(sum(host.in_flight for host in server.hosts))
-                await asyncio.sleep(0.01)
-
-        sampler = asyncio.create_task(sample())
-        crawl = await crawl_archive(
-            [host.url() for host in server.hosts],
-            delay=-1,
-            robots=True,
-            per_host_concurrency=2,
-            max_tasks=8,
-        )
-        sampler.cancel()
+        async with in_flight_totals(server) as totals:
+            crawl = await crawl_archive(
+                [host.url() for host in server.hosts],
+                delay=-1,
+                robots=True,
+                per_host_concurrency=2,
+                max_tasks=8,
+            )
     assert crawl.stats["pages"] == 4 * 12
     assert crawled(server) == set().union(*(host.page_urls() for host in server.hosts))
     for host in server.hosts:
@@ -217,18 +209,10 @@ async def test_slots_are_a_ceiling_per_host_and_free_workers_serve_other_hosts(
     async with many_hosts(3) as server:
         for host in server.hosts:
             host.pages, host.latency, host.fan = 16, 0.2, True
-        totals: list[int] = []
-
-        async def sample() -> None:
-            while True:
-                totals.append(sum(host.in_flight for host in server.hosts))
-                await asyncio.sleep(0.01)
-
-        sampler = asyncio.create_task(sample())
-        await crawl_archive(
-            [host.url() for host in server.hosts], delay=0.01, per_host_concurrency=2, max_tasks=10
-        )
-        sampler.cancel()
+        async with in_flight_totals(server) as totals:
+            await crawl_archive(
+                [host.url() for host in server.hosts], delay=0.01, per_host_concurrency=2, max_tasks=10
+            )
     for host in server.hosts:
         assert host.max_in_flight == 2, host.address
         assert min(host.gaps()) >= 0.01 - server.slack(TOLERANCE)

@@ -34,8 +34,14 @@ class _MemoryReader:
 
     def readline(self, size: int | None = -1) -> bytes:
         end = len(self._buf) if size is None or size < 0 else min(self._pos + size, len(self._buf))
-        newline = bytes(self._buf[self._pos : end]).find(b"\n")
-        return self.read((newline + 1) if newline >= 0 else end - self._pos)
+        at = self._pos
+        while at < end:  # in windows: a line is short, the rest of a file may be gigabytes
+            window = bytes(self._buf[at : min(at + 4096, end)])
+            newline = window.find(b"\n")
+            if newline >= 0:
+                return self.read(at + newline + 1 - self._pos)
+            at += len(window)
+        return self.read(end - self._pos)
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: len(self._buf)}[whence]
