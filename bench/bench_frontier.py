@@ -4,6 +4,14 @@ A synthetic crawl with no network: each page is one `get`, one `add` of 20 links
 already seen, as on a real site) and one `done`, until the frontier is exhausted.  Each
 run is a fresh process, so its peak RSS (ru_maxrss) is its own.
 
+The links of a page (`--links site`, the default) are those of a site: the navigation (the
+first 8 pages of its host, on every page), the next page, pages of the same host picked
+at random, the home page of the next host and 2 pages of other hosts at random; a host
+too small for its share gives the rest to other hosts, so every page has 20 links at every
+size.  `--links uniform` sends every link to a page anywhere in the crawl, on any host:
+no site looks like that, but it is the worst case for the seen set (no two look-ups near
+each other on disk).
+
     python -m bench.bench_frontier                 # 10,000 and 100,000 URLs, sqlite and memory
     python -m bench.bench_frontier --sizes 1000000 --kinds sqlite
     python -m bench.bench_frontier --sizes 10000 1000000 --hosts 10000   # queues of 10,000 hosts
@@ -30,12 +38,34 @@ from archiver.frontier import Frontier, Item, MemoryFrontier
 from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
 
 LINKS_PER_PAGE = 20
+NAVIGATION = 8
 HOSTS = 1
+LINKS = "site"
 
 
 def url(n: int) -> str:
     host = "www" if HOSTS == 1 else f"h{n % HOSTS}"
     return f"http://{host}.example.com/section/{n % 97}/page-{n}.html?ref=bench"
+
+
+def targets(n: int, size: int) -> set[int]:
+    """The pages page `n` links to, by number (page i of host h is number i * HOSTS + h)."""
+    if LINKS == "uniform":
+        return {(n + 1) % size, *((n * 31 + k * 7919) % size for k in range(LINKS_PER_PAGE - 1))}
+    host, page = n % HOSTS, n // HOSTS
+    pages = (size - host + HOSTS - 1) // HOSTS
+    on_host = {i * HOSTS + host for i in range(min(NAVIGATION, pages))}
+    on_host.add(((page + 1) % pages) * HOSTS + host)
+    k = 0
+    while len(on_host) < LINKS_PER_PAGE - 3 and len(on_host) < pages:
+        on_host.add(((page * 31 + k * 7919) % pages) * HOSTS + host)
+        k += 1
+    links = on_host | {(host + 1) % HOSTS % size}
+    k = 0
+    while len(links) < min(LINKS_PER_PAGE, size):
+        links.add((n * 131 + k * 104729 + 1) % size)
+        k += 1
+    return links
 
 
 async def crawl(frontier: Frontier, size: int) -> tuple[int, float, float]:
@@ -46,8 +76,7 @@ async def crawl(frontier: Frontier, size: int) -> tuple[int, float, float]:
     cpu_started = time.process_time()
     while (item := await frontier.get()) is not None:
         n = int(item.url.rsplit("-", 1)[1].split(".", 1)[0])
-        targets = {(n + 1) % size, *((n * 31 + k * 7919) % size for k in range(LINKS_PER_PAGE - 1))}
-        await frontier.add([(url(t), Item(url(t), item.depth + 1, 10, item.url)) for t in targets])
+        await frontier.add([(url(t), Item(url(t), item.depth + 1, 10, item.url)) for t in targets(n, size)])
         await frontier.done(item)
         pages += 1
     elapsed = time.perf_counter() - started
@@ -56,9 +85,9 @@ async def crawl(frontier: Frontier, size: int) -> tuple[int, float, float]:
     return pages, elapsed, cpu
 
 
-def child(kind: str, size: int, hosts: int) -> None:
-    global HOSTS
-    HOSTS = hosts
+def child(kind: str, size: int, hosts: int, links: str) -> None:
+    global HOSTS, LINKS
+    HOSTS, LINKS = hosts, links
     with tempfile.TemporaryDirectory() as folder:
         frontier: Frontier = (
             SqliteFrontier(Path(folder) / STATE_NAME) if kind == "sqlite" else MemoryFrontier()
@@ -73,6 +102,7 @@ def child(kind: str, size: int, hosts: int) -> None:
                 "kind": kind,
                 "urls": size,
                 "hosts": hosts,
+                "links": links,
                 "pages": pages,
                 "seconds": round(elapsed, 2),
                 "us_per_page": round(elapsed / max(pages, 1) * 1e6, 1),
@@ -92,10 +122,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--kinds", nargs="+", default=["memory", "sqlite"], choices=["memory", "sqlite"])
     parser.add_argument("--hosts", type=int, default=1, help="hosts the URLs are spread over (default 1)")
+    parser.add_argument(
+        "--links",
+        default="site",
+        choices=["site", "uniform"],
+        help="site: most links within the page's host, navigation on every page (default);"
+        " uniform: every link to any page of the crawl",
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), args.hosts)
+        child(args.child[0], int(args.child[1]), args.hosts, args.links)
         return
     results = []
     for size in args.sizes:
@@ -110,6 +147,8 @@ def main() -> None:
                     str(size),
                     "--hosts",
                     str(args.hosts),
+                    "--links",
+                    args.links,
                 ],
                 check=True,
                 capture_output=True,
@@ -142,7 +181,8 @@ def main() -> None:
             cost = by[(kind, big)]["us_per_page"] / by[(kind, small)]["us_per_page"]
             cpu = by[(kind, big)]["cpu_us_per_page"] / by[(kind, small)]["cpu_us_per_page"]
             print(f"{kind} cost per URL {big:,} vs {small:,} URLs: {cost:.2f}x wall, {cpu:.2f}x CPU")
-    print(f"hosts {args.hosts:,}, load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}")
+    load = " ".join(f"{n:.1f}" for n in os.getloadavg())
+    print(f"hosts {args.hosts:,}, links {args.links}, load average {load}")
 
 
 if __name__ == "__main__":
