@@ -357,14 +357,17 @@ class Spliced:
     field's: the count; none for a field without values) and the positions' bytes one after
     the other.  The weights are the counts (1 without values): a block whose weights are
     anything else is not gathered this way (`block_sections`).  `total` is the term's
-    weight, summed from the merged segments' term infos."""
+    weight, summed from the merged segments' term infos.
+
+    The numbers are arrays of 4-byte ints, not lists: a term in every page of a merge of
+    ~270,000 pages took ~20 MB as lists of Python ints (`bench/bench_merge.py --premerge`)."""
 
     __slots__ = ("bodies", "heads", "ids", "total")
 
     def __init__(self) -> None:
-        self.ids: list[int] = []
-        self.heads: list[int] = []
-        self.bodies: list[bytes] = []
+        self.ids = array("I")
+        self.heads = array("I")
+        self.bodies = bytearray()
         self.total = 0.0
 
 
@@ -404,7 +407,7 @@ def spliced_block(
     spliced: Spliced,
     first: int,
     last: int,
-    bodies: bytes,
+    bodies: bytes | bytearray,
     kind: int,
     level: int,
     previous: int,
@@ -413,14 +416,14 @@ def spliced_block(
 ) -> bytes:
     """`Encoder.block` of the postings `first` to `last` of `spliced` (`bodies` their
     positions' bytes), byte for byte: the same block from sections copied whole."""
-    ids = spliced.ids[first:last]
+    ids = spliced.ids[first:last].tolist()
     data = bytearray()
     put_varints(data, [ids[0] - previous, *map(int.__sub__, ids[1:], ids[:-1])])
     head = 0
     if kind == RAW:
         biggest = 1
     else:
-        heads = spliced.heads[first:last]
+        heads = spliced.heads[first:last].tolist()  # bytes(an array) would be its buffer
         top = max(heads)
         biggest = top >> 2 if kind == POSITIONS else top
         head |= WEIGHTS_ONE if biggest == 1 else WEIGHTS_COUNTS

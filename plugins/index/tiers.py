@@ -218,7 +218,7 @@ def _spliced(
             if new is not None:  # None: a deleted document
                 spliced.total += total
                 ids.append(new)
-                bodies.append(body)
+                bodies += body
                 if kind != RAW:
                     heads.append(head)
             continue
@@ -238,9 +238,9 @@ def _spliced(
                 total -= dropped
             else:
                 previous = block_ids[-1] - shift
-            ids += block_ids
-            heads += block_heads
-            bodies.append(block_bodies)
+            ids.extend(block_ids)
+            heads.extend(block_heads)
+            bodies += block_bodies
         spliced.total += total
     return spliced
 
