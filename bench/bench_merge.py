@@ -63,9 +63,9 @@ def build(folder: Path, segments: int, per_segment: int, deleted: float) -> tupl
 CHILD = """
 import re, sys, time
 from pathlib import Path
-from whoosh import index
+from archiver_plugins.index.store import writer_storage
 from archiver_plugins.index.tiers import merge_segments
-ix = index.open_dir(sys.argv[1], indexname="MAIN")
+ix = writer_storage(Path(sys.argv[1])).open_index("MAIN")  # as the writer: files read, not mapped
 writer = ix.writer()
 def peak():  # VmHWM: ru_maxrss would start from the parent's at the fork
     return re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1)
