@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from archiver_plugins.index import tiers
-from archiver_plugins.index.tiers import merge_tiers
+from archiver_plugins.index.tiers import full_tier, merge_tiers
 
 
 class Layout:
@@ -84,3 +84,12 @@ def test_segments_of_an_earlier_policy_are_kept_or_merged_a_tier_at_a_time(
     segments, _, groups = commits(monkeypatch, [Layout(270) for _ in range(100)], 270, 270)
     assert groups == [32, 32, 32]
     assert len(segments) == 3 + 4 + 1
+
+
+def test_a_reindex_worker_merges_its_own_segments_by_the_same_policy() -> None:
+    """`parallel.Workers` merges `per_tier` of a tier at a time (3 in its tests)."""
+    small = [Layout(5) for _ in range(3)]  # tier 1 in threes
+    top = [Layout(9 + n) for n in range(tiers.TOP_SEGMENTS)]  # 9 pages and more: the top tier
+    assert full_tier([*small[:2], *top[:10]], 3) == []
+    assert full_tier([*top[:10], *small], 3) == small
+    assert full_tier(list(reversed(top)), 3) == top[:3]  # the smallest

@@ -90,9 +90,10 @@ _INFO_SIZE = W3TermInfo._struct.size
 _BLOCK = struct.Struct("!i")
 
 
-def tier(segment: Any) -> int:
-    """The order of magnitude of the segment's live documents, in `SEGMENTS_PER_TIER`."""
-    return int(math.log(max(segment.doc_count(), 1), SEGMENTS_PER_TIER))
+def tier(segment: Any, per_tier: int | None = None) -> int:
+    """The order of magnitude of the segment's live documents, in `per_tier`
+    (`SEGMENTS_PER_TIER` unless given)."""
+    return int(math.log(max(segment.doc_count(), 1), per_tier or SEGMENTS_PER_TIER))
 
 
 def merge_tiers(writer: Any, segments: Sequence[Any]) -> list[Any]:
@@ -101,7 +102,7 @@ def merge_tiers(writer: Any, segments: Sequence[Any]) -> list[Any]:
     `writer` holding the index's lock."""
     kept = [segment for segment in segments if segment.doc_count() > 0]
     while True:
-        group = _full_tier(kept)
+        group = full_tier(kept)
         if not group:
             return kept
         merged = merge_segments(writer, group)
@@ -109,18 +110,20 @@ def merge_tiers(writer: Any, segments: Sequence[Any]) -> list[Any]:
         kept.append(merged)
 
 
-def _full_tier(segments: Sequence[Any]) -> list[Any]:
-    """The segments to merge next: `SEGMENTS_PER_TIER` of the lowest full tier (the
-    smallest of `TOP_TIER`'s, oldest first among equals), none when no tier is full."""
+def full_tier(segments: Sequence[Any], per_tier: int | None = None) -> list[Any]:
+    """The segments to merge next: `per_tier` (`SEGMENTS_PER_TIER` unless given) of the
+    lowest full tier (of `TOP_TIER`, its smallest, the oldest first among equals), none
+    when no tier is full."""
+    per_tier = per_tier or SEGMENTS_PER_TIER
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
-        tiers.setdefault(min(tier(segment), TOP_TIER), []).append(segment)
+        tiers.setdefault(min(tier(segment, per_tier), TOP_TIER), []).append(segment)
     for level in sorted(tiers):
         members = tiers[level]
-        if level < TOP_TIER and len(members) >= SEGMENTS_PER_TIER:
-            return members[:SEGMENTS_PER_TIER]
+        if level < TOP_TIER and len(members) >= per_tier:
+            return members[:per_tier]
         if level == TOP_TIER and len(members) >= TOP_SEGMENTS:
-            return sorted(members, key=lambda segment: segment.doc_count())[:SEGMENTS_PER_TIER]
+            return sorted(members, key=lambda segment: segment.doc_count())[:per_tier]
     return []
 
 
