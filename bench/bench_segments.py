@@ -9,10 +9,10 @@ pages (a crawl's writer commits segments of a few hundred pages); the bench's qu
 (`bench_index.queries`) run through `search()` `--rounds` times with and without
 snippets; then the segments are merged `G` at a time for each `G` of `--steps`
 (`tiers.merge_segments`, as a tier merge does) and the queries run again.  Printed per
-layout: the segment count, p50 and p95 of wall and CPU time a query, and the load
-average.  The difference between two layouts divided by the difference of their
-segment counts is what a search pays per segment (`tiers.py` weighs it against merging
-pages again).
+layout: the segment count, p50 and p95 of wall and CPU time a query, the first query of a
+fresh process ("cold": the index opened, as by `archiver search`), and the load average.
+The difference between two layouts divided by the difference of their segment counts is
+what a search pays per segment (`tiers.py` weighs it against merging pages again).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +52,28 @@ def timings(archive: Path, snippets: bool, rounds: int) -> tuple[float, float, f
     return statistics.median(wall), wall[at], statistics.median(cpu), cpu[at]
 
 
+COLD = """
+import sys, time
+from archiver_plugins.index.search import search
+started, spent = time.perf_counter(), time.process_time()
+search(sys.argv[1], sys.argv[2], limit=10, with_snippets=False)
+print(1000 * (time.perf_counter() - started), 1000 * (time.process_time() - spent))
+"""
+
+
+def cold(archive: Path, text: str, runs: int = 3) -> tuple[float, float]:
+    """(wall, CPU) ms of the first search of a fresh process, as `archiver search` runs one:
+    the index opened, each segment's files mapped and its term index read, then the query."""
+    found = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", COLD, str(archive), text], check=True, capture_output=True, text=True
+        )
+        wall, cpu = done.stdout.split()
+        found.append((float(wall), float(cpu)))
+    return statistics.median(wall for wall, _ in found), statistics.median(cpu for _, cpu in found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,6 +99,8 @@ def main() -> None:
                 p50, p95, cpu50, cpu95 = timings(archive, snippets, args.rounds)
                 shown = "yes" if snippets else "no"
                 print(f"{count:>9} {shown:>9} {p50:>9.1f} {p95:>9.1f} {cpu50:>9.1f} {cpu95:>9.1f}")
+            wall, cpu = cold(archive, "queue")
+            print(f"{count:>9} {'cold':>9} {wall:>9.1f} {'':>9} {cpu:>9.1f}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
