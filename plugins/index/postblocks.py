@@ -359,16 +359,22 @@ class Spliced:
     anything else is not gathered this way (`block_sections`).  `total` is the term's
     weight, summed from the merged segments' term infos.
 
-    The numbers are arrays of 4-byte ints, not lists: a term in every page of a merge of
-    ~270,000 pages took ~20 MB as lists of Python ints (`bench/bench_merge.py --premerge`)."""
+    The numbers are lists, faster to extend and slice, until a term's postings pass
+    `tiers.LISTED_POSTINGS`; then arrays of 4-byte ints (`to_arrays`): a list takes ~36
+    bytes an id, ~20 MB for a term in every page of a merge of ~270,000 pages."""
 
     __slots__ = ("bodies", "heads", "ids", "total")
 
     def __init__(self) -> None:
-        self.ids = array("I")
-        self.heads = array("I")
+        self.ids: list[int] | array[int] = []
+        self.heads: list[int] | array[int] = []
         self.bodies = bytearray()
         self.total = 0.0
+
+    def to_arrays(self) -> None:
+        """The numbers kept as arrays from now on."""
+        self.ids = array("I", self.ids)
+        self.heads = array("I", self.heads)
 
 
 def block_sections(
@@ -416,14 +422,14 @@ def spliced_block(
 ) -> bytes:
     """`Encoder.block` of the postings `first` to `last` of `spliced` (`bodies` their
     positions' bytes), byte for byte: the same block from sections copied whole."""
-    ids = spliced.ids[first:last].tolist()
+    ids = list(spliced.ids[first:last])
     data = bytearray()
     put_varints(data, [ids[0] - previous, *map(int.__sub__, ids[1:], ids[:-1])])
     head = 0
     if kind == RAW:
         biggest = 1
     else:
-        heads = spliced.heads[first:last].tolist()  # bytes(an array) would be its buffer
+        heads = list(spliced.heads[first:last])  # bytes(an array) would be its buffer
         top = max(heads)
         biggest = top >> 2 if kind == POSITIONS else top
         head |= WEIGHTS_ONE if biggest == 1 else WEIGHTS_COUNTS
