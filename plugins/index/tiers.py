@@ -16,8 +16,10 @@ takes more than `SEGMENTS_PER_TIER` segments: its memory holds two `CHUNK` buffe
 The price is paid at search time: a query looks its terms up and matches them in every
 segment, so a million pages are ~116 segments of ~8,600 pages (up to 62 smaller ones
 beside) where 32 a tier kept ~3 of ~276,000 and ~20 of ~8,600.  `bench/bench_segments.py`
-measures a query's cost per segment (docs/performance.md, "A page merged once up to a
-million pages").
+measures it: opening the index costs ~0.8 ms of CPU a segment (~75 ms more for the first
+query of an `archiver search` at a million pages), while a query of a process that keeps
+the index open was not slower over 32 segments than over 8 or 1 (docs/performance.md, "A
+page merged once up to a million pages").
 
 whoosh merges by sending every posting of the merged segments through its writer's pool,
 which spills past its memory to pickled run files (the cost `segment.py` avoids).  But each
@@ -74,9 +76,9 @@ holds `TOP_SEGMENTS`."""
 TOP_SEGMENTS = 128
 """`TOP_TIER` holding this many segments merges its `SEGMENTS_PER_TIER` smallest into one.
 128 segments of ~8,600 pages are ~1,100,000 pages: up to that no page is merged a second
-time, where 32 a tier merged every page of ~276,000 again (a quarter of a 300,000-page
-crawl's wall time).  The price is at search time: up to ~180 segments at a million pages
-(31 below 32 pages, 31 below 1,024 and ~116 of the top tier) where 32 a tier kept ~70,
+time, where 32 a tier merged every page of ~276,000 again (~225 s of a 300,000-page
+crawl's 781 s).  The price is at search time: up to ~180 segments at a million pages
+(31 below 32 pages, 31 below 1,024 and ~116 of the top tier) where 32 a tier kept up to ~65,
 each one's files mapped, its terms looked up and matched (see the module's docstring)."""
 
 
