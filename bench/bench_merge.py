@@ -1,19 +1,22 @@
-"""Benchmark of the index's tiered merge: CPU of merging a tier's segments, per page, beside
-the CPU of indexing those pages.
+"""Benchmark of the index's tiered merge: CPU and memory of merging a tier's segments, per
+page, beside the CPU of indexing those pages.
 
     python bench/bench_merge.py                                  # 32 segments of 270 pages
     python bench/bench_merge.py --segments 16 --per-segment 270 --deleted 0.01
+    python bench/bench_merge.py --segments 64 --premerge 16      # 4 merged segments merged
     python bench/bench_merge.py --against HEAD~2     # the same merges by another revision
 
 Bench pages (`index_pages.py`) are indexed into `--segments` segments of `--per-segment`
 pages (a crawl's writer commits segments of a few hundred pages; `SEGMENTS_PER_TIER` of
 them make a full tier), `--deleted` of the pages are then replaced (their old documents
-deleted, the new ones in one more segment), and `tiers.merge_segments` merges every
-segment `--repeat` times (the merged segment is discarded each time).  Printed: indexing
-CPU per page, the merge's CPU per page (best and median of the repeats) and their ratio,
-and the load average: compare the ratio inside one run.  With `--against REV`, each
-repeat also merges the same segments with that revision's index plugin (`git archive`, in
-a child process; this revision's merge runs in a child process too), alternating.
+deleted, the new ones in one more segment), with `--premerge G` the segments are merged
+`G` at a time (so the timed merge is one of already-merged segments, as the top tier's),
+and `tiers.merge_segments` merges every segment `--repeat` times, each time in a child
+process that opens the index as the writer does (the merged segment is discarded).
+Printed: indexing CPU per page, the merge's CPU per page (best and median of the repeats)
+and their ratio, the merging process's peak RSS before and after the merge, and the load
+average: compare the ratio inside one run.  With `--against REV`, each repeat also merges
+the same segments with that revision's index plugin (`git archive`), alternating.
 """
 
 from __future__ import annotations
