@@ -434,6 +434,7 @@ def test_a_merge_copies_the_sections_of_blocks_and_writes_what_one_segment_holds
     parts = [docs[:100], docs[100:210], docs[210:]]
     with monkeypatch.context() as patched:
         patched.setattr(tiers, "Data", _decoding)
+        patched.setattr(tiers, "LISTED_POSTINGS", 50)  # common terms' postings: arrays
         merged = _merged(tmp_path / "merged", parts, [])
     _same_index(merged, _fresh(tmp_path / "fresh", parts, []))
     with monkeypatch.context() as patched:

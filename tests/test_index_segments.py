@@ -79,7 +79,8 @@ def test_a_full_segment_is_written_before_its_postings_spill(tmp_path: Path) -> 
 def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tiers, "SEGMENTS_PER_TIER", 4)  # tiers of 1, 4, 16, 64... pages
+    monkeypatch.setattr(tiers, "SEGMENTS_PER_TIER", 4)  # tiers of 1, 4, then 16 pages and more
+    monkeypatch.setattr(tiers, "TOP_SEGMENTS", 6)
     pages = documents(260)
     for name in ("tiered", "whole"):
         (tmp_path / name).mkdir()
@@ -100,13 +101,13 @@ def test_segments_of_a_full_tier_are_merged_into_one_of_the_next(
             plain.add_document(**page)
 
     segments = tiered._segments()
-    per_tier = collections.Counter(tier(segment) for segment in segments)
+    per_tier = collections.Counter(min(tier(segment), tiers.TOP_TIER) for segment in segments)
     assert len(counts) > 10 * tiers.SEGMENTS_PER_TIER  # whoosh alone would have kept a segment each
     # a commit merges the full tiers, then adds its own segment
-    assert all(count <= tiers.SEGMENTS_PER_TIER for count in per_tier.values())
-    levels = 5  # 260 pages: tiers 0 to 4
-    assert max(counts) <= levels * tiers.SEGMENTS_PER_TIER
-    assert max(per_tier) >= 3
+    assert per_tier[0] <= tiers.SEGMENTS_PER_TIER and per_tier[1] <= tiers.SEGMENTS_PER_TIER
+    assert per_tier[tiers.TOP_TIER] <= tiers.TOP_SEGMENTS
+    assert max(counts) <= 2 * tiers.SEGMENTS_PER_TIER + tiers.TOP_SEGMENTS
+    assert max(tier(segment) for segment in segments) >= 3  # the top tier's smallest were merged
     assert sum(segment.deleted_count() for segment in segments) == 0  # merged away
     assert tiered.doc_count() == whole.doc_count() == len(pages)
     found = hits(tiered)

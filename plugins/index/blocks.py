@@ -182,7 +182,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
             return [spliced.ids[0], 1.0, None]
         head = spliced.heads[0]
         if kind == POSITIONS:
-            return [spliced.ids[0], float(head >> 2), (head, b"".join(spliced.bodies))]
+            return [spliced.ids[0], float(head >> 2), (head, bytes(spliced.bodies))]
         return [spliced.ids[0], float(head), pack_uint(head)]
 
     def _spliced_term(
@@ -192,7 +192,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         sections copied."""
         ids = spliced.ids
         heads = spliced.heads
-        bodies = b"".join(spliced.bodies)
+        bodies = spliced.bodies
         kind = encoder.kind
         count = len(ids)
         limit = self._codec._blocklimit
@@ -200,6 +200,7 @@ class FieldWriter(W3FieldWriter):  # type: ignore[misc]
         top = low = high = written = previous = at = 0
         for first in range(0, count, limit):
             last = min(first + limit, count)
+            block_bodies: bytes | bytearray
             if kind != POSITIONS:
                 block_bodies = b""
             elif last == count:

@@ -11,9 +11,10 @@ decoding), extracting the text, analysing it and writing whoosh segments.
   the slowest one, and no round ends with idle cores.
 - A worker keeps its segment open across chunks and writes it once its postings fill
   the segment's memory (`segment.py`), so segments are as large as one process writes
-  them.  Whenever SEGMENTS_PER_TIER of its own segments share a size tier it merges
-  them (`tiers.py`), in parallel with the other workers; the parent swaps the merged
-  segment in with one table of contents.
+  them.  It merges its own segments as `tiers.merge_tiers` does an index's (a tier of
+  SEGMENTS_PER_TIER below the top tier, the top tier's smallest once it is full), in
+  parallel with the other workers; the parent swaps the merged segment in with one table
+  of contents.
 - The parent lists the workers' segments side by side in the table of contents ("searched
   together"), a few times a second at most, and never merges or rewrites a segment:
   whoosh's deletions (a URL indexed again) are marks on a segment in that table.
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import multiprocessing
 import os
 import queue
@@ -46,7 +46,7 @@ from whoosh.reading import SegmentReader
 from .segment import SegmentBuilder
 from .spool import Spool
 from .store import INDEX_NAME, WRITER_MEMORY_MB, Capture, make_document
-from .tiers import SEGMENTS_PER_TIER, merge_segments, merge_tiers
+from .tiers import SEGMENTS_PER_TIER, full_tier, merge_segments, merge_tiers
 
 log = logging.getLogger("archiver.index")
 
@@ -552,13 +552,9 @@ class _Worker:
         self.keys = []
         self.mine.append(segment)
         while True:
-            tiers: dict[int, list[Any]] = {}
-            for kept in self.mine:
-                tiers.setdefault(int(math.log(max(kept.doc_count(), 1), self.per_tier)), []).append(kept)
-            full = [level for level, members in tiers.items() if len(members) >= self.per_tier]
-            if not full:
+            group = full_tier(self.mine, self.per_tier)  # the policy of `tiers.merge_tiers`
+            if not group:
                 return
-            group = tiers[min(full)]
             merged = merge_segments(self.merging, group)
             ids = [member.segment_id() for member in group]
             self.mine = [kept for kept in self.mine if kept.segment_id() not in ids]

@@ -23,7 +23,7 @@ block says whether it is compressed, so any whoosh reads them).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from whoosh.codec.whoosh3 import W3PostingsWriter, W3Segment
@@ -151,8 +151,14 @@ class FieldLengths:
         return self._table(fieldname, default)[docnum]
 
     def length_bytes(self, fieldname: str) -> bytes:
-        """Each document's length byte in the field (0: none), as its column holds them."""
-        return bytes(length_to_byte(length) if length else 0 for length in self._table(fieldname, 0))
+        """Each document's length byte in the field (0: none), as its column holds them;
+        the field's lengths are not kept besides (a merge of ~276,000 pages needs only the
+        bytes)."""
+        lengths: Iterable[Any] | None = self._tables.get(fieldname)
+        if lengths is None:
+            read = self._reader.doc_field_length
+            lengths = (read(docnum, fieldname, 0) for docnum in range(self._count))
+        return bytes(length_to_byte(length) if length else 0 for length in lengths)
 
     def _table(self, fieldname: str, default: int) -> Sequence[int]:
         table = self._tables.get(fieldname)

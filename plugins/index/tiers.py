@@ -5,9 +5,21 @@ hundred pages each, and a crawl-time writer commits one every few seconds; whoos
 file open per segment while searching and scores them one by one.  So a segment's tier is
 the order of magnitude (in `SEGMENTS_PER_TIER`) of its live documents, and whenever a tier
 holds `SEGMENTS_PER_TIER` segments they become one segment of the next tier, as Lucene's
-tiered merge does: at most `SEGMENTS_PER_TIER` segments a tier (a commit merges, then
-adds its own segment), a few tiers for any archive, and each posting is rewritten once per
-tier it climbs.
+tiered merge does: ~270-page segments become ~8,600-page ones.  Segments of `TOP_TIER`
+(1,024 documents and more) are one wider tier, merged only when it holds `TOP_SEGMENTS`,
+and then its `SEGMENTS_PER_TIER` smallest (Lucene bounds its merges by a largest merged
+segment the same way): up to ~1,100,000 pages no page is merged a second time, where a
+tier of 32 ~8,600-page segments merged every page of 276,000 again (~225 s of a
+300,000-page crawl's wall time; at a million pages three such merges).  A merge never
+takes more than `SEGMENTS_PER_TIER` segments: its memory holds two `CHUNK` buffers each.
+
+The price is paid at search time: a query looks its terms up and matches them in every
+segment, so a million pages are ~116 segments of ~8,600 pages (up to 62 smaller ones
+beside) where 32 a tier kept ~3 of ~276,000 and ~20 of ~8,600.  `bench/bench_segments.py`
+measures it: opening the index costs ~0.8 ms of CPU a segment (~75 ms more for the first
+query of an `archiver search` at a million pages), while a query of a process that keeps
+the index open was not slower over 32 segments than over 8 or 1 (docs/performance.md, "A
+page merged once up to a million pages").
 
 whoosh merges by sending every posting of the merged segments through its writer's pool,
 which spills past its memory to pickled run files (the cost `segment.py` avoids).  But each
@@ -52,44 +64,72 @@ from .terminfo import CompactInfo as _CompactInfo
 from .terminfo import decode as decode_info
 
 SEGMENTS_PER_TIER = 32
-"""A tier holding this many segments is merged into one segment of the next tier.  A merge
-costs about as much CPU as indexing its pages did, and each page is merged once per tier
-it climbs: with ~270-page segments no page is merged below ~8,600 pages and once up to
-~270,000, and an index of up to a million pages keeps at most 128 segments (whoosh opens a
-file per segment when searching; the limit is often 1,024)."""
+"""A tier below `TOP_TIER` holding this many segments is merged into one segment of the
+next tier; `TOP_TIER` merges this many at a time.  A merge costs about as much CPU as
+indexing its pages did, and the memory of one holds two `CHUNK` buffers a segment."""
+
+TOP_TIER = 2
+"""Segments of at least `SEGMENTS_PER_TIER` ** 2 (1,024) live documents, the ~8,600-page
+segments a first-level merge makes and anything larger, are one tier: merged only once it
+holds `TOP_SEGMENTS`."""
+
+TOP_SEGMENTS = 128
+"""`TOP_TIER` holding this many segments merges its `SEGMENTS_PER_TIER` smallest into one.
+128 segments of ~8,600 pages are ~1,100,000 pages: up to that no page is merged a second
+time, where 32 a tier merged every page of ~276,000 again (~225 s of a 300,000-page
+crawl's 781 s).  The price is at search time: up to ~180 segments at a million pages
+(31 below 32 pages, 31 below 1,024 and ~116 of the top tier) where 32 a tier kept up to ~65,
+each one's files mapped, its terms looked up and matched (see the module's docstring)."""
 
 
 CHUNK = 1 << 18
 """Bytes of a segment's term index, and of its posting file, read at once while merging: a
 merge of a full tier holds two such buffers for each of its `SEGMENTS_PER_TIER` segments
 (1 MiB buffers took the merging writer from 46 to 65 MB)."""
+LISTED_POSTINGS = 1 << 16
+"""A term's postings gathered by a merge (`Spliced`) are kept in lists up to this many
+(~2.4 MB), then in arrays: arrays throughout cost a full tier's merge 7% more CPU."""
 _FIELD = struct.Struct("!H")
 _EXTENT = struct.Struct("!qi")
 _INFO_SIZE = W3TermInfo._struct.size
 _BLOCK = struct.Struct("!i")
 
 
-def tier(segment: Any) -> int:
-    """The order of magnitude of the segment's live documents, in `SEGMENTS_PER_TIER`."""
-    return int(math.log(max(segment.doc_count(), 1), SEGMENTS_PER_TIER))
+def tier(segment: Any, per_tier: int | None = None) -> int:
+    """The order of magnitude of the segment's live documents, in `per_tier`
+    (`SEGMENTS_PER_TIER` unless given)."""
+    return int(math.log(max(segment.doc_count(), 1), per_tier or SEGMENTS_PER_TIER))
 
 
 def merge_tiers(writer: Any, segments: Sequence[Any]) -> list[Any]:
-    """The `segments` with every full tier merged into one segment, tier by tier upwards
-    (a merge may fill the next tier), and the segments without live documents dropped.
-    Called with `writer` holding the index's lock."""
+    """The `segments` with every full tier merged, tier by tier upwards (a merge may fill
+    the next tier), and the segments without live documents dropped.  Called with
+    `writer` holding the index's lock."""
     kept = [segment for segment in segments if segment.doc_count() > 0]
     while True:
-        tiers: dict[int, list[Any]] = {}
-        for segment in kept:
-            tiers.setdefault(tier(segment), []).append(segment)
-        full = [level for level, members in tiers.items() if len(members) >= SEGMENTS_PER_TIER]
-        if not full:
+        group = full_tier(kept)
+        if not group:
             return kept
-        group = tiers[min(full)]
         merged = merge_segments(writer, group)
         kept = [segment for segment in kept if all(segment is not member for member in group)]
         kept.append(merged)
+
+
+def full_tier(segments: Sequence[Any], per_tier: int | None = None) -> list[Any]:
+    """The segments to merge next: `per_tier` (`SEGMENTS_PER_TIER` unless given) of the
+    lowest full tier (of `TOP_TIER`, its smallest, the oldest first among equals), none
+    when no tier is full."""
+    per_tier = per_tier or SEGMENTS_PER_TIER
+    tiers: dict[int, list[Any]] = {}
+    for segment in segments:
+        tiers.setdefault(min(tier(segment, per_tier), TOP_TIER), []).append(segment)
+    for level in sorted(tiers):
+        members = tiers[level]
+        if level < TOP_TIER and len(members) >= per_tier:
+            return members[:per_tier]
+        if level == TOP_TIER and len(members) >= TOP_SEGMENTS:
+            return sorted(members, key=lambda segment: segment.doc_count())[:per_tier]
+    return []
 
 
 def merge_segments(writer: Any, group: Sequence[Any]) -> Any:
@@ -218,7 +258,7 @@ def _spliced(
             if new is not None:  # None: a deleted document
                 spliced.total += total
                 ids.append(new)
-                bodies.append(body)
+                bodies += body
                 if kind != RAW:
                     heads.append(head)
             continue
@@ -238,10 +278,13 @@ def _spliced(
                 total -= dropped
             else:
                 previous = block_ids[-1] - shift
-            ids += block_ids
-            heads += block_heads
-            bodies.append(block_bodies)
+            ids.extend(block_ids)
+            heads.extend(block_heads)
+            bodies += block_bodies
         spliced.total += total
+        if len(ids) > LISTED_POSTINGS and type(ids) is list:
+            spliced.to_arrays()
+            ids, heads = spliced.ids, spliced.heads
     return spliced
 
 
