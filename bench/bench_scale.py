@@ -19,6 +19,11 @@ archive as the crawl left it:
 
 Wall per page is compared with the smallest size of the same run: the target is that the
 largest stays within 1.2x of it. The machine's load average is printed with each size.
+
+A second table splits the CPU per URL by process (`bench/measure.py` samples each process's
+utime + stime every 50 ms): the crawler, the WARC writer, the index writer, its worker
+processes (the catch-up after the crawl) and the rest (what the samples missed of processes'
+last moments, nginx is not counted at all), to show which one grows with the crawl's size.
 """
 
 from __future__ import annotations
@@ -41,6 +46,13 @@ from bench.run import site_for
 
 BENCH = Path(__file__).resolve().parent
 CONCURRENCY = 100
+PROCESSES = {
+    "crawler": "archiver crawl",
+    "WARC writer": "archiver_plugins.warc.worker",
+    "index writer": "archiver_plugins.index.writer",
+    "index workers": "archiver_plugins.index.writer worker",
+}
+"""The columns of the CPU table: the name `bench.measure.process_name` gives each process."""
 
 
 def log(message: str) -> None:
@@ -218,8 +230,11 @@ def one_size(pages: int, args: argparse.Namespace) -> dict[str, Any]:
         crawl_s=round(float(report.get("wall_seconds") or 0), 1),
         cpu_s=round(measured.user_seconds + measured.system_seconds, 1),
         peak_rss_mb={name: round(kb / 1024) for name, kb in measured.process_peaks_kb.items()},
+        cpu_s_by_process={name: round(s, 2) for name, s in measured.process_cpu_seconds.items()},
+        cpu_unsampled_s=round(measured.unsampled_cpu_seconds, 2),
     )
     measure_archive(archive, row, args.rounds, sampler.peak)
+    row["cpu_ms_per_url_by_process"] = cpu_per_url(row)
     log(f"{pages}: {json.dumps(row)}")
     if not args.keep:
         subprocess.run(["rm", "-rf", str(workdir)], check=False)
@@ -265,6 +280,32 @@ def disk_bytes_of(folder: Path, prefix: str) -> int:
     return sum(
         p.stat().st_blocks * 512 for p in folder.iterdir() if p.name.startswith(prefix) and p.is_file()
     )
+
+
+def cpu_per_url(row: dict[str, Any]) -> dict[str, float]:
+    """CPU ms per URL of each column of `PROCESSES`, then `other`: every other process and what
+    the samples missed."""
+    urls = row["crawl_log_lines"]
+    by_name = dict(row["cpu_s_by_process"])
+    found = {column: 1000 * by_name.pop(name, 0.0) / urls for column, name in PROCESSES.items()}
+    found["other"] = 1000 * (sum(by_name.values()) + row["cpu_unsampled_s"]) / urls
+    return {column: round(ms, 3) for column, ms in found.items()}
+
+
+def cpu_table(rows: list[dict[str, Any]]) -> str:
+    columns = [*PROCESSES, "other"]
+    lines = [
+        "| pages | URLs | " + " | ".join(columns) + " | total | load |",
+        "|" + "---:|" * (len(columns) + 3) + "---|",
+    ]
+    for row in rows:
+        per = row["cpu_ms_per_url_by_process"]
+        lines.append(
+            f"| {row['pages']:,} | {row['crawl_log_lines']:,} | "
+            + " | ".join(f"{per[column]:.2f}" for column in columns)
+            + f" | {1000 * row['cpu_s'] / row['crawl_log_lines']:.2f} | {row['load_at_start']} |"
+        )
+    return "\n".join(lines)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -315,6 +356,10 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(rows, indent=2) + "\n")
     print(table(rows))
+    print()
+    print("CPU ms per URL, by process:")
+    print()
+    print(cpu_table(rows))
     return 0
 
 

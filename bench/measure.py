@@ -5,6 +5,11 @@ waited for (archiver's index and WARC writer processes). Memory is given three w
 the largest single process, `peak_tree_rss` the largest sum of RSS over the whole process tree,
 sampled from /proc every 50 ms (what the machine had to hold), and `process_peaks` the largest
 RSS of each process of the tree, by name (`archiver crawl`, `archiver_plugins.warc.worker`, ...).
+`process_cpu_seconds` splits the CPU the same way: each process's utime + stime from
+/proc/PID/stat, the last value sampled before it exits, summed over the processes of one name.
+A process that exits between two samples loses what it spent since the last one (at most one
+interval, 50 ms); one that lives less than an interval may not be seen at all. What the
+samples miss is the difference from the rusage total (`unsampled_cpu_seconds`).
 
 Linux keeps a process's RSS high-water mark across exec, so the rusage of a child forked from
 this (big) Python process would report our own RSS; the command is therefore started through
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,17 @@ class Measured:
     timed_out: bool
     process_peaks_kb: dict[str, int] = field(default_factory=dict)
     """Largest RSS seen of each process of the tree, by `process_name` (sampled)."""
+    process_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """CPU (user + system) of the processes of each name, as last sampled before they exited."""
 
     @property
     def cpu_seconds(self) -> float:
         return self.user_seconds + self.system_seconds
+
+    @property
+    def unsampled_cpu_seconds(self) -> float:
+        """CPU the rusage total counts and the samples missed (processes' last moments)."""
+        return max(0.0, self.cpu_seconds - sum(self.process_cpu_seconds.values()))
 
 
 def process_tree(pid: int) -> list[int]:
@@ -73,14 +86,46 @@ def tree_rss_by_pid_kb(pid: int) -> dict[int, int]:
     return found
 
 
+@dataclass(frozen=True)
+class ProcessStat:
+    """What /proc/PID/stat says of a process: enough to tell it from a later one of the same
+    PID (its start time) and what CPU it has used."""
+
+    parent: int
+    started_ticks: int
+    cpu_seconds: float
+
+
+def process_stat(pid: int) -> ProcessStat | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and ")"
+    # fields[0] is field 3 of proc(5): ppid is 4, utime 14, stime 15, starttime 22
+    return ProcessStat(
+        parent=int(fields[1]),
+        started_ticks=int(fields[19]),
+        cpu_seconds=(int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+    )
+
+
 def process_name(pid: int) -> str:
     """`archiver crawl` for ``python -m archiver crawl ...``, the module for another ``-m``,
-    else the program's base name (GNU time, wget, ...)."""
+    the parent's name and `worker` for a multiprocessing child (``PARENT worker``), else the
+    program's base name (GNU time, wget, ...)."""
     try:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "?"
     words = [a.decode(errors="replace") for a in args if a]
+    if "-c" in words[:-1]:
+        code = words[words.index("-c") + 1]
+        if "multiprocessing.spawn" in code or "multiprocessing.forkserver" in code:
+            stat = process_stat(pid)
+            return f"{process_name(stat.parent)} worker" if stat else "multiprocessing worker"
+        if "multiprocessing.resource_tracker" in code:
+            return "multiprocessing.resource_tracker"
     if "-m" in words[:-1]:
         module = words[words.index("-m") + 1]
         rest = words[words.index("-m") + 2 :]
@@ -89,27 +134,51 @@ def process_name(pid: int) -> str:
 
 
 class _Watcher(threading.Thread):
-    """Samples the tree's RSS and enforces the time limit (SIGTERM, then SIGKILL, to the group)."""
+    """Samples the tree's RSS and each process's CPU, and enforces the time limit (SIGTERM,
+    then SIGKILL, to the group).
 
-    def __init__(self, pid: int, timeout: float) -> None:
+    A process is named at every sample (a child seen between fork and exec still bears its
+    parent's command line), so its RSS counts under the name it had then and its CPU under
+    the last name it had."""
+
+    def __init__(self, pid: int, timeout: float, interval: float = 0.05) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.timeout = timeout
+        self.interval = interval
         self.peak_kb = 0
-        self.peaks: dict[int, int] = {}
-        self.names: dict[int, str] = {}
+        self.peaks: dict[str, int] = {}
+        self.cpu: dict[tuple[int, int], tuple[str, float]] = {}
+        """(PID, start time) -> (name, CPU seconds) as last sampled."""
         self.timed_out = False
         self.done = threading.Event()
 
+    def sample(self) -> None:
+        sizes = tree_rss_by_pid_kb(self.pid)
+        self.peak_kb = max(self.peak_kb, sum(sizes.values()))
+        for pid, size in sizes.items():
+            stat = process_stat(pid)
+            name = process_name(pid)
+            if stat is None:
+                continue
+            key = (pid, stat.started_ticks)
+            if name == "?" and key in self.cpu:
+                name = self.cpu[key][0]  # exited, not yet reaped: its command line is gone
+            self.peaks[name] = max(self.peaks.get(name, 0), size)
+            self.cpu[key] = (name, stat.cpu_seconds)
+
+    def cpu_by_name(self) -> dict[str, float]:
+        """CPU seconds of each kind of process, GNU time (the measuring wrapper) left out."""
+        found: dict[str, float] = {}
+        for name, seconds in self.cpu.values():
+            if name != "time":
+                found[name] = found.get(name, 0.0) + seconds
+        return dict(sorted(found.items(), key=lambda item: -item[1]))
+
     def run(self) -> None:
         started = time.monotonic()
-        while not self.done.wait(0.05):
-            sizes = tree_rss_by_pid_kb(self.pid)
-            self.peak_kb = max(self.peak_kb, sum(sizes.values()))
-            for pid, size in sizes.items():
-                if pid not in self.names:
-                    self.names[pid] = process_name(pid)
-                self.peaks[pid] = max(self.peaks.get(pid, 0), size)
+        while not self.done.wait(self.interval):
+            self.sample()
             elapsed = time.monotonic() - started
             if elapsed > self.timeout and not self.timed_out:
                 self.timed_out = True
@@ -165,18 +234,15 @@ def run_measured(
         maxrss_kb=maxrss,
         peak_tree_rss_kb=max(watcher.peak_kb, maxrss),
         timed_out=watcher.timed_out,
-        process_peaks_kb=peaks_by_name(watcher.peaks, watcher.names),
+        process_peaks_kb=peaks_by_name(watcher.peaks),
+        process_cpu_seconds=watcher.cpu_by_name(),
     )
 
 
-def peaks_by_name(peaks: dict[int, int], names: dict[int, str]) -> dict[str, int]:
-    """The largest RSS of each kind of process (several index workers count as one name)."""
-    found: dict[str, int] = {}
-    for pid, size in peaks.items():
-        name = names.get(pid, "?")
-        if name == "time":
-            continue  # GNU time, the measuring wrapper
-        found[name] = max(found.get(name, 0), size)
+def peaks_by_name(peaks: dict[str, int]) -> dict[str, int]:
+    """The largest RSS of each kind of process (several index workers count as one name),
+    GNU time (the measuring wrapper) left out."""
+    found = {name: size for name, size in peaks.items() if name != "time"}
     return dict(sorted(found.items(), key=lambda item: -item[1]))
 
 
