@@ -166,8 +166,12 @@ class Spool:
         return [(str(u), str(t)) for u, t in self._db.execute("SELECT url, time FROM pending")]
 
     def pending(self) -> int:
-        """Rows not yet committed to the index: cheap (two index look-ups), not a count."""
-        low, high = self._db.execute("SELECT min(id), max(id) FROM pending").fetchone()
+        """Rows not yet committed to the index: cheap (two index look-ups), not a count.  One
+        query with both min() and max() would scan the table: SQLite reads a bare min() or
+        max() from the index only when it is the query's only aggregate."""
+        low, high = self._db.execute(
+            "SELECT (SELECT min(id) FROM pending), (SELECT max(id) FROM pending)"
+        ).fetchone()
         return 0 if low is None else int(high) - int(low) + 1
 
     def shrink(self) -> bool:
