@@ -295,13 +295,16 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
         super()._release(key, protocol, should_close=should_close)
 
     async def _get(self, key: Any, traces: list[Any]) -> Any:
-        waiting = [proto for proto, _ in self._conns.get(key, ()) if proto.is_connected()]
-        idle_since = getattr(waiting[0], "idle_since", None) if waiting else None
+        waiting = self._conns.get(key, ())
+        oldest = next((proto for proto, _ in waiting if proto.is_connected()), None)
+        idle_since = getattr(oldest, "idle_since", None)
         recent = idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE
         if recent and len(waiting) < max(2 * self.limit, 16):
             # The oldest open one is not quiet yet: a new connection instead.  Past twice the
             # crawl's task count (at least 16; a fast host at high concurrency) the oldest is
-            # reused, so the sockets held stay bounded.
+            # reused, so the sockets held stay bounded.  The pool's length counts the few
+            # closed ones aiohttp has not dropped yet: counting only open ones cost a check
+            # of every pooled connection per request.
             return None
         connection = await super()._get(key, traces)
         if connection is not None and isinstance(connection.protocol, _StrictResponseHandler):
