@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import urlsplit
@@ -99,7 +100,7 @@ class AddressGuard:
         """Why `host` may not be reached at `address`, or None."""
         if self.allow_all or host.lower().rstrip(".") in self.root_hosts:
             return None
-        kind = address_class(address)
+        kind = _address_class(address)
         if kind in self.allowed_classes:
             return None
         return (
@@ -115,7 +116,21 @@ class AddressGuard:
     def url_refusal(self, url: str) -> str | None:
         """The refusal for a URL whose host is a literal IP address; None for names (checked later)."""
         host = (urlsplit(url).hostname or "").lower()
-        address = literal_address(host)
+        address = _literal_address(host)
         if address is None:
             return None
         return self.refusal(host, address)
+
+
+@functools.lru_cache(maxsize=4096)
+def _address_class(address: Address) -> str:
+    """`address_class`, remembered: `is_private` and its kin test the address against a
+    list of networks each time."""
+    return address_class(address)
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_address(host: str) -> Address | None:
+    """`literal_address`, remembered: every link found is checked, and parsing the host
+    cost more than the rest of the queue's rules together."""
+    return literal_address(host)
