@@ -74,6 +74,8 @@ class HostLimiter:
         """Called with a host whose ready time may have moved (set by a scheduling frontier)."""
         self._waited: tuple[float, str] | None = None
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
+        self._paused: dict[str, float] = {}
+        """Hosts paused (Retry-After, robots.txt unavailable, held) -> until when; few at a time."""
 
     def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
         """(host, gap, where the gap comes from) when a request waited for the gap lately."""
@@ -114,6 +116,7 @@ class HostLimiter:
         """`pause` by host name; a shorter pause than the one running changes nothing."""
         state = self._site_state(site)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
+        self._paused[site] = state.pause_until
         self._changed(site)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
@@ -145,6 +148,7 @@ class HostLimiter:
         control host`); a Retry-After pause ends with it."""
         state = self._site_state(site)
         state.pause_until = time.monotonic() + HELD_SECONDS if held else 0.0
+        self._paused[site] = state.pause_until
         self._changed(site)
 
     # -- the schedule's view -------------------------------------------------------------
@@ -201,6 +205,13 @@ class HostLimiter:
     def paused(self, site: str, now: float) -> bool:
         state = self._hosts.get(site)
         return state is not None and state.pause_until > now
+
+    def paused_sites(self, now: float) -> list[str]:
+        """The hosts paused at `now`; the pauses that ended are forgotten."""
+        ended = [site for site, until in self._paused.items() if until <= now]
+        for site in ended:
+            del self._paused[site]
+        return list(self._paused)
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""

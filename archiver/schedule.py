@@ -49,6 +49,8 @@ class HostSchedule:
         self._heap: list[tuple[float, int, str]] = []
         self._live: dict[str, int] = {}
         """Host -> sequence number of its entry in the heap that counts."""
+        self._when: dict[str, float] = {}
+        """Host -> the time of its entry in the heap that counts (for `host_counts`)."""
         self._full: set[str] = set()
         """Hosts with queued URLs whose slots are all busy: out of the heap until one is free."""
         self._order = itertools.count()
@@ -74,6 +76,7 @@ class HostSchedule:
     def reschedule(self, host: str) -> None:
         """`host`'s ready time may have moved: place it again (if it has queued URLs)."""
         self._live.pop(host, None)
+        self._when.pop(host, None)
         self._full.discard(host)
         if self._has_queued(host):
             self._push(host)
@@ -83,6 +86,7 @@ class HostSchedule:
     def forget(self, host: str) -> None:
         """`host` has nothing queued any more."""
         self._live.pop(host, None)
+        self._when.pop(host, None)
         self._full.discard(host)
 
     def take(self, now: float) -> str | None:
@@ -97,6 +101,7 @@ class HostSchedule:
                 return None
             heapq.heappop(heap)
             del self._live[host]
+            del self._when[host]
             return host
         return None
 
@@ -112,19 +117,15 @@ class HostSchedule:
         return self._heap[0][2] if self.next_time() is not None else None
 
     def host_counts(self, now: float) -> HostCounts:
-        """What the hosts with queued URLs are waiting for at `now` (one pass over the schedule)."""
+        """What the hosts with queued URLs are waiting for at `now`: one pass over their ready
+        times (the status is saved twice a second, and a crawl may schedule thousands of hosts)."""
         limiter = self.limiter
-        waiting, paused, ready = len(self._full), 0, 0
-        live = self._live
-        for when, order, host in self._heap:
-            if live.get(host) != order:
-                continue
-            if when <= now:
-                ready += 1
-            elif limiter is not None and limiter.paused(host, now):
-                paused += 1
-            else:
-                waiting += 1
+        when = self._when
+        ready = sum(1 for at in when.values() if at <= now)
+        paused = 0
+        if limiter is not None:
+            paused = sum(1 for site in limiter.paused_sites(now) if when.get(site, now) > now)
+        waiting = len(self._full) + len(when) - ready - paused
         fetching = limiter.active_hosts if limiter is not None else 0
         return HostCounts(fetching, waiting, paused, ready)
 
@@ -135,6 +136,7 @@ class HostSchedule:
             return
         order = next(self._order)
         self._live[host] = order
+        self._when[host] = when
         heapq.heappush(self._heap, (when, order, host))
         if len(self._heap) > 4 * len(self._live) + 64:
             self._compact()
