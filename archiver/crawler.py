@@ -3,7 +3,9 @@
 The shape is the 500 Lines crawler's: a fixed pool of workers, each `get -> fetch ->
 done`, redirects followed by the crawler itself so that a chain reaching a URL already
 seen stops there (coalesced).  What is new is around it: the frontier may be on disk or
-shared, every exchange goes to the hooks, and stopping is graceful.
+shared, every exchange goes to the hooks, stopping is graceful, and a worker fetches in a
+turn (`turns.Turns`, `max_tasks` of them) that it gives back once the response is in, so
+the next request does not wait for the page to be parsed and archived.
 """
 
 from __future__ import annotations
