@@ -50,7 +50,7 @@ from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
 from .turns import Turn, Turns
 from .units import human_duration, size
-from .urls import Scope, canonical_key, clean_url
+from .urls import Scope, canonical_key, clean_url, site_of
 
 log = logging.getLogger(__name__)
 
@@ -522,6 +522,15 @@ class Crawler:
 
     # -- one URL ------------------------------------------------------------------------
 
+    def _fetched(self, item: Item, turn: Turn) -> None:
+        """The worker's requests for `item` are over: its turn goes to another worker, and
+        its host's slot to the host's next URL, while the page is processed."""
+        if turn.ended:
+            return
+        if self.scheduled:
+            self.limiter.fetched(site_of(item.url))
+        turn.end()
+
     async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
         """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
         paused itself, or a network error snoozed it for the backoff, and `may_give_back`
@@ -648,7 +657,7 @@ class Crawler:
                 return False
         outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
         if turn is not None and self.crawl.mode != "update":
-            turn.end()
+            self._fetched(item, turn)
         if kept is not None:
             kept.append(outcome)
         stats = self.crawl.stats
@@ -661,7 +670,7 @@ class Crawler:
             page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
             stats["not_modified"] += stored is not None
         if turn is not None:
-            turn.end()
+            self._fetched(item, turn)
         stats["pages"] += 1
         self._count_bytes(len(page.body))
         stats[f"status_{page.status // 100}xx"] += 1

@@ -62,6 +62,10 @@ class Turn:
     def __init__(self, turns: Turns) -> None:
         self._turns: Turns | None = turns
 
+    @property
+    def ended(self) -> bool:
+        return self._turns is None
+
     def end(self) -> None:
         if self._turns is not None:
             self._turns.give_back()

@@ -197,8 +197,9 @@ async def test_max_tasks_never_exceeded(site: Site, crawl_archive: CrawlFn) -> N
 
 
 async def test_a_page_being_processed_holds_no_fetching_turn(site: Site, crawl_archive: CrawlFn) -> None:
-    """While a plugin takes its time over one page, the next request is already under way:
-    the server is asked while pages are processed, and never more than max_tasks at once."""
+    """While a plugin takes its time over one page, the next request is already under way,
+    to the same host: the server is asked while pages are processed, and never more than
+    max_tasks and per_host_concurrency at once."""
     site.fan(6, delay=0.05, body="<p>leaf</p>")
     asked_meanwhile: list[int] = []
 
@@ -209,7 +210,7 @@ async def test_a_page_being_processed_holds_no_fetching_turn(site: Site, crawl_a
             await asyncio.sleep(0.2)
             asked_meanwhile.append(site.hits.total() - before)
 
-    await crawl_archive(site.url("/"), max_tasks=1, delay=0, extra=[Slow()])
+    await crawl_archive(site.url("/"), max_tasks=1, per_host_concurrency=1, delay=0, extra=[Slow()])
     assert len(site.hits) == 7
     assert site.max_in_flight == 1
     assert sum(asked_meanwhile) >= 5  # each leaf but the first asked while a page before it was processed
