@@ -5,8 +5,9 @@ hosts are served.  A host with queued URLs is in a heap keyed by the time it may
 start a request (`HostLimiter.ready_at`: the gap since its last request, a pause, a free
 slot).  `take` pops the first host whose time has come; ties go to the host that has
 waited longest, so ready hosts take turns.  A host whose slots are all busy leaves the
-heap and comes back when one of its URLs is done.  This is the Redis frontier's model
-(its `hosts` sorted set), kept in memory.
+heap and comes back when the request of one of its URLs is over (`HostLimiter.fetched`)
+or the URL is done.  This is the Redis frontier's model (its `hosts` sorted set), kept in
+memory; there a slot is free only once the URL is done.
 
 Anything that moves a host's time (a `Retry-After` pause, a new delay, a request that
 started later than planned) calls `reschedule`; the heap is lazy, so that only pushes a
