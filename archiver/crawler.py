@@ -3,7 +3,9 @@
 The shape is the 500 Lines crawler's: a fixed pool of workers, each `get -> fetch ->
 done`, redirects followed by the crawler itself so that a chain reaching a URL already
 seen stops there (coalesced).  What is new is around it: the frontier may be on disk or
-shared, every exchange goes to the hooks, and stopping is graceful.
+shared, every exchange goes to the hooks, stopping is graceful, and a worker fetches in a
+turn (`turns.Turns`, `max_tasks` of them) that it gives back once the response is in, so
+the next request does not wait for the page to be parsed and archived.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
+from .turns import Turn, Turns
 from .units import human_duration, size
-from .urls import Scope, canonical_key, clean_url
+from .urls import Scope, canonical_key, clean_url, site_of
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,8 @@ DISK_CHECK_BYTES = 1 << 20
 """The free disk space is also checked after each MiB received, however fast it comes."""
 _SKIP_LOG_MEMORY = 200_000
 _KNOWN_LINKS_MEMORY = 100_000
+WORKERS_PER_TURN = 2
+"""Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
 
 
 class _WaitForHost(Exception):
@@ -119,6 +124,8 @@ class Crawler:
         self._running = asyncio.Event()
         self._running.set()
         self._workers: list[asyncio.Task[None]] = []
+        self._turns = Turns(config.max_tasks)
+        """`max_tasks` workers fetch at once; the others process the pages fetched."""
         self._group: asyncio.TaskGroup | None = None
         self._retire = 0
         """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
@@ -352,15 +359,17 @@ class Crawler:
         return f"{verb} {pattern!r}: {len(dropped):,} queued URLs dropped"
 
     def _set_tasks(self, n: int) -> str:
+        self._turns.set_limit(n)
+        wanted = WORKERS_PER_TURN * n
         live = sum(not task.done() for task in self._workers) - self._retire
-        if n > live:
-            kept = min(self._retire, n - live)  # workers about to retire stay instead
+        if wanted > live:
+            kept = min(self._retire, wanted - live)  # workers about to retire stay instead
             self._retire -= kept
             if self._group is not None:
-                for _ in range(n - live - kept):
+                for _ in range(wanted - live - kept):
                     self._workers.append(self._group.create_task(self._work()))
-        elif n < live:
-            self._retire += live - n
+        elif wanted < live:
+            self._retire += live - wanted
         self._save(self.config.replace(max_tasks=n))
         return f"tasks {n} workers"
 
@@ -428,7 +437,8 @@ class Crawler:
     async def _run_workers(self) -> None:
         try:
             async with asyncio.TaskGroup() as group:
-                self._workers = [group.create_task(self._work()) for _ in range(self.config.max_tasks)]
+                workers = WORKERS_PER_TURN * self.config.max_tasks
+                self._workers = [group.create_task(self._work()) for _ in range(workers)]
                 self._group = group
                 watcher = group.create_task(self._watch_stop(self._workers))
                 while True:  # `archiver control tasks` may add workers while they run
@@ -456,6 +466,8 @@ class Crawler:
             task.cancel()
 
     async def _work(self) -> None:
+        """Take a turn, a URL, fetch it; give the turn back when the response is in, then
+        process the page while another worker fetches."""
         task = asyncio.current_task()
         assert task is not None
         while not self._stopping.is_set():
@@ -463,22 +475,35 @@ class Crawler:
             if self._retire > 0:
                 self._retire -= 1
                 return
-            item = await self.frontier.get()
-            if item is None:
-                return
-            self._busy.add(task)
+            await self._turns.take()
+            turn = Turn(self._turns)
             try:
-                if await self._not_yet(item):
-                    continue
-                claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
-                handled = None if claim is None else await asyncio.shield(claim)
-                failed = await self._process(item) if handled is None else handled
-            except _WaitForHost as wait:
-                if await self.frontier.give_back(item, wait.item):
-                    continue
-                failed = await self._process(wait.item, may_give_back=False)  # a frontier that cannot
+                item = await self.frontier.get()
+                if item is None:
+                    return
+                self._busy.add(task)
+                try:
+                    if await self._not_yet(item):
+                        continue
+                    claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
+                    if claim is None:
+                        failed = await self._process(item, turn=turn)
+                    else:
+                        turn.end()  # the plugin's fetch of it is under way: nothing to fetch here
+                        handled = await asyncio.shield(claim)
+                        if handled is None:  # not fetched there after all
+                            await self._turns.take()
+                            turn = Turn(self._turns)
+                            handled = await self._process(item, turn=turn)
+                        failed = handled
+                except _WaitForHost as wait:
+                    if await self.frontier.give_back(item, wait.item):
+                        continue
+                    failed = await self._process(wait.item, may_give_back=False, turn=turn)
+                finally:
+                    self._busy.discard(task)
             finally:
-                self._busy.discard(task)
+                turn.end()
             await self.frontier.done(item, failed=failed)
 
     async def _not_yet(self, item: Item) -> bool:
@@ -496,6 +521,15 @@ class Crawler:
         return await self.frontier.give_back(item)
 
     # -- one URL ------------------------------------------------------------------------
+
+    def _fetched(self, item: Item, turn: Turn) -> None:
+        """The worker's requests for `item` are over: its turn goes to another worker, and
+        its host's slot to the host's next URL, while the page is processed."""
+        if turn.ended:
+            return
+        if self.scheduled:
+            self.limiter.fetched(site_of(item.url))
+        turn.end()
 
     async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
         """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
@@ -596,9 +630,15 @@ class Crawler:
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
     async def _process(
-        self, item: Item, kept: list[Outcome] | None = None, *, may_give_back: bool = True
+        self,
+        item: Item,
+        kept: list[Outcome] | None = None,
+        *,
+        may_give_back: bool = True,
+        turn: Turn | None = None,
     ) -> bool:
-        """Fetch one item and hand it on; True when it failed for good.  `kept` receives the outcome."""
+        """Fetch one item and hand it on; True when it failed for good.  `kept` receives the
+        outcome; the worker's `turn` ends once nothing more is fetched for the item."""
         if self._patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
             refused = self.scope.pattern_verdict(item.url)
@@ -616,6 +656,8 @@ class Crawler:
                 self._skip(item.url, refused, item.referrer, item.depth)
                 return False
         outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
+        if turn is not None and self.crawl.mode != "update":
+            self._fetched(item, turn)
         if kept is not None:
             kept.append(outcome)
         stats = self.crawl.stats
@@ -627,6 +669,8 @@ class Crawler:
             refetch = functools.partial(self._fetch_in_full, item)
             page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
             stats["not_modified"] += stored is not None
+        if turn is not None:
+            self._fetched(item, turn)
         stats["pages"] += 1
         self._count_bytes(len(page.body))
         stats[f"status_{page.status // 100}xx"] += 1

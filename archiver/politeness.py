@@ -40,7 +40,17 @@ HELD_SECONDS = 10 * 365 * 86_400.0
 
 
 class _HostState:
-    __slots__ = ("active", "delay", "fetching", "handed_out", "last_start", "latency", "pause_until", "slots")
+    __slots__ = (
+        "active",
+        "delay",
+        "fetched",
+        "fetching",
+        "handed_out",
+        "last_start",
+        "latency",
+        "pause_until",
+        "slots",
+    )
 
     def __init__(self, concurrency: int) -> None:
         self.slots = asyncio.Semaphore(concurrency)
@@ -51,7 +61,9 @@ class _HostState:
         """When the frontier last handed out a URL of the host, whose request may not have started."""
         self.pause_until = 0.0
         self.active = 0
-        """URLs of the host handed out by the frontier and not done."""
+        """URLs of the host handed out by the frontier, not fetched yet and not done."""
+        self.fetched = 0
+        """URLs of the host handed out and fetched, whose pages are processed: not done yet."""
         self.fetching = 0
         """Requests holding a slot now."""
         self.delay: float | None = None
@@ -74,6 +86,8 @@ class HostLimiter:
         """Called with a host whose ready time may have moved (set by a scheduling frontier)."""
         self._waited: tuple[float, str] | None = None
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
+        self._paused: dict[str, float] = {}
+        """Hosts paused (Retry-After, robots.txt unavailable, held) -> until when; few at a time."""
 
     def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
         """(host, gap, where the gap comes from) when a request waited for the gap lately."""
@@ -114,6 +128,7 @@ class HostLimiter:
         """`pause` by host name; a shorter pause than the one running changes nothing."""
         state = self._site_state(site)
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
+        self._paused[site] = state.pause_until
         self._changed(site)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
@@ -145,6 +160,7 @@ class HostLimiter:
         control host`); a Retry-After pause ends with it."""
         state = self._site_state(site)
         state.pause_until = time.monotonic() + HELD_SECONDS if held else 0.0
+        self._paused[site] = state.pause_until
         self._changed(site)
 
     # -- the schedule's view -------------------------------------------------------------
@@ -179,17 +195,33 @@ class HostLimiter:
             self.active_hosts += 1
         state.handed_out = time.monotonic()
 
+    def fetched(self, site: str) -> None:
+        """The request of a URL of `site` handed out earlier is over: its page is processed
+        without holding one of the host's slots, so the frontier may hand out the next."""
+        state = self._hosts.get(site)
+        if state is None or state.active == 0:
+            return
+        if state.active == 1:
+            self.active_hosts -= 1
+        state.active -= 1
+        state.fetched += 1
+        self._changed(site)
+
     def released(self, site: str) -> None:
         """A URL of `site` handed out earlier is done; a host with nothing left is forgotten."""
         state = self._hosts.get(site)
         if state is None:
             return
-        if state.active == 1:
-            self.active_hosts -= 1
-        state.active = max(state.active - 1, 0)
+        if state.fetched:
+            state.fetched -= 1  # its slot was freed when its request ended
+        else:
+            if state.active == 1:
+                self.active_hosts -= 1
+            state.active = max(state.active - 1, 0)
         now = time.monotonic()
         if (
             state.active == 0
+            and state.fetched == 0
             and state.fetching == 0
             and state.delay is None
             and state.latency is None
@@ -201,6 +233,13 @@ class HostLimiter:
     def paused(self, site: str, now: float) -> bool:
         state = self._hosts.get(site)
         return state is not None and state.pause_until > now
+
+    def paused_sites(self, now: float) -> list[str]:
+        """The hosts paused at `now`; the pauses that ended are forgotten."""
+        ended = [site for site, until in self._paused.items() if until <= now]
+        for site in ended:
+            del self._paused[site]
+        return list(self._paused)
 
     def host_delay(self, url: str) -> float:
         """The gap now kept between two requests to the host of `url`."""

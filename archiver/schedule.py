@@ -5,8 +5,9 @@ hosts are served.  A host with queued URLs is in a heap keyed by the time it may
 start a request (`HostLimiter.ready_at`: the gap since its last request, a pause, a free
 slot).  `take` pops the first host whose time has come; ties go to the host that has
 waited longest, so ready hosts take turns.  A host whose slots are all busy leaves the
-heap and comes back when one of its URLs is done.  This is the Redis frontier's model
-(its `hosts` sorted set), kept in memory.
+heap and comes back when the request of one of its URLs is over (`HostLimiter.fetched`)
+or the URL is done.  This is the Redis frontier's model (its `hosts` sorted set), kept in
+memory; there a slot is free only once the URL is done.
 
 Anything that moves a host's time (a `Retry-After` pause, a new delay, a request that
 started later than planned) calls `reschedule`; the heap is lazy, so that only pushes a
@@ -49,6 +50,8 @@ class HostSchedule:
         self._heap: list[tuple[float, int, str]] = []
         self._live: dict[str, int] = {}
         """Host -> sequence number of its entry in the heap that counts."""
+        self._when: dict[str, float] = {}
+        """Host -> the time of its entry in the heap that counts (for `host_counts`)."""
         self._full: set[str] = set()
         """Hosts with queued URLs whose slots are all busy: out of the heap until one is free."""
         self._order = itertools.count()
@@ -74,6 +77,7 @@ class HostSchedule:
     def reschedule(self, host: str) -> None:
         """`host`'s ready time may have moved: place it again (if it has queued URLs)."""
         self._live.pop(host, None)
+        self._when.pop(host, None)
         self._full.discard(host)
         if self._has_queued(host):
             self._push(host)
@@ -83,6 +87,7 @@ class HostSchedule:
     def forget(self, host: str) -> None:
         """`host` has nothing queued any more."""
         self._live.pop(host, None)
+        self._when.pop(host, None)
         self._full.discard(host)
 
     def take(self, now: float) -> str | None:
@@ -97,6 +102,7 @@ class HostSchedule:
                 return None
             heapq.heappop(heap)
             del self._live[host]
+            del self._when[host]
             return host
         return None
 
@@ -112,19 +118,15 @@ class HostSchedule:
         return self._heap[0][2] if self.next_time() is not None else None
 
     def host_counts(self, now: float) -> HostCounts:
-        """What the hosts with queued URLs are waiting for at `now` (one pass over the schedule)."""
+        """What the hosts with queued URLs are waiting for at `now`: one pass over their ready
+        times (the status is saved twice a second, and a crawl may schedule thousands of hosts)."""
         limiter = self.limiter
-        waiting, paused, ready = len(self._full), 0, 0
-        live = self._live
-        for when, order, host in self._heap:
-            if live.get(host) != order:
-                continue
-            if when <= now:
-                ready += 1
-            elif limiter is not None and limiter.paused(host, now):
-                paused += 1
-            else:
-                waiting += 1
+        when = self._when
+        ready = sum(1 for at in when.values() if at <= now)
+        paused = 0
+        if limiter is not None:
+            paused = sum(1 for site in limiter.paused_sites(now) if when.get(site, now) > now)
+        waiting = len(self._full) + len(when) - ready - paused
         fetching = limiter.active_hosts if limiter is not None else 0
         return HostCounts(fetching, waiting, paused, ready)
 
@@ -135,6 +137,7 @@ class HostSchedule:
             return
         order = next(self._order)
         self._live[host] = order
+        self._when[host] = when
         heapq.heappush(self._heap, (when, order, host))
         if len(self._heap) > 4 * len(self._live) + 64:
             self._compact()

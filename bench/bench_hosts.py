@@ -9,7 +9,8 @@ host's requests (pages, stylesheet, robots.txt) one gap apart.  With `--response
 each response takes S seconds, and the task bound is what 10 requests at once allow: the
 requests the server answered that crawler (pages, stylesheets, robots.txt, and anything else
 it asked for, such as archiver's /sitemap.xml) x S / 10.  "vs bound" is the wall time over
-the larger of the two bounds.
+the larger of the two bounds.  "in flight" is how many requests the server held at once on
+average, from the crawler's first request to its last answer (at most 10).
 
     python -m bench.bench_hosts                          # 20 x 100 and 200 x 20, archiver and Scrapy
     python -m bench.bench_hosts --sites 5000x5 --tools archiver --without index
@@ -51,6 +52,8 @@ class Run:
     missing: int
     requests: int = 0
     """Requests the server answered during the run."""
+    in_flight: float = 0.0
+    """Requests the server held at once on average, from the run's first request to its last answer."""
 
 
 def timed(
@@ -152,8 +155,11 @@ def bench(
                 chosen.append(lambda: scrapy_run(roots, work, expected))
             for run_one in chosen:
                 before = hosts_site.served(port)
+                busy_before, _, _ = hosts_site.busy(port)
                 run = run_one()
                 run.requests = hosts_site.served(port) - before
+                busy_after, first, last = hosts_site.busy(port)
+                run.in_flight = (busy_after - busy_before) / (last - first) if last > first else 0.0
                 runs.append(run)
         return runs
     finally:
@@ -182,9 +188,9 @@ def main() -> None:
     tools = args.tools.split(",")
     print(
         "| hosts x pages | crawler | wall s | vs Scrapy | CPU s | politeness floor s | requests"
-        " | task bound s | vs bound | peak RSS MB | URLs fetched | missing | load |"
+        " | task bound s | vs bound | in flight | peak RSS MB | URLs fetched | missing | load |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for spec in args.sites:
         hosts, pages = (int(n) for n in spec.split("x"))
         floor = (pages + 1) * DEFAULT_GAP  # pages + stylesheet + robots.txt, one gap apart
@@ -197,8 +203,8 @@ def main() -> None:
             bound = f"{run.wall / max(floor, task_bound):.2f}x"
             print(
                 f"| {hosts} x {pages} | {run.tool} | {run.wall:.1f} | {ratio} | {run.cpu:.1f} | {floor:.1f} |"
-                f" {run.requests:,} | {task_bound:.1f} | {bound} | {run.peak_mb:.0f} | {run.fetched:,} |"
-                f" {run.missing:,} |"
+                f" {run.requests:,} | {task_bound:.1f} | {bound} | {run.in_flight:.2f} | {run.peak_mb:.0f} |"
+                f" {run.fetched:,} | {run.missing:,} |"
                 f" {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} |",
                 flush=True,
             )

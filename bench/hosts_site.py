@@ -13,7 +13,10 @@ part of the crawl.  robots.txt allows everything and names no Crawl-delay.
 as a server across a network would, so a crawl is bound by how many requests it keeps in
 flight rather than by its own CPU.  `SERVED_PATH` answers how many requests the server
 has answered so far (that one not counted, never delayed), so a bench counts what each
-crawler asked for: pages, robots.txt and whatever else it probes (a sitemap).
+crawler asked for: pages, robots.txt and whatever else it probes (a sitemap).  `BUSY_PATH`
+answers the request-seconds spent in flight so far, the first arrival since the last such
+reading and the last answer (seconds of the server's clock): from two readings a bench has
+the average number of requests a crawler kept in flight from its first request to its last.
 
 `expected_urls(hosts, pages, port)` lists every URL a correct crawler fetches.
 """
@@ -26,7 +29,9 @@ import contextlib
 import ipaddress
 import socket
 import sys
+import time
 import urllib.request
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -35,6 +40,7 @@ ROBOTS = "User-agent: *\nAllow: /\n"
 STYLE = "body { font-family: serif; margin: 2em; }\n"
 FILLER = " ".join(f"word{n}" for n in range(300))
 SERVED_PATH = "/__bench/served"
+BUSY_PATH = "/__bench/busy"
 
 
 def host_address(index: int) -> str:
@@ -70,15 +76,53 @@ def page(k: int, pages: int) -> str:
     )
 
 
+@dataclass
+class Busy:
+    """Requests in flight, integrated over time: request-seconds, and when the last one ended."""
+
+    in_flight: int = 0
+    request_seconds: float = 0.0
+    since: float = 0.0
+    """When `in_flight` last changed."""
+    first_start: float | None = None
+    """The first arrival since the last reading."""
+    last_end: float = 0.0
+
+    def change(self, by: int) -> None:
+        now = time.monotonic()
+        self.request_seconds += self.in_flight * (now - self.since)
+        self.since = now
+        self.in_flight += by
+        if by > 0 and self.first_start is None:
+            self.first_start = now
+        if by < 0:
+            self.last_end = now
+
+    def reading(self) -> str:
+        self.change(0)
+        first, self.first_start = self.first_start, None
+        return f"{self.request_seconds:.6f} {first or 0.0:.6f} {self.last_end:.6f}"
+
+
 def make_app(pages: int, response_delay: float = 0.0) -> web.Application:
     served = 0
+    busy = Busy()
 
     async def handle(request: web.Request) -> web.StreamResponse:
         nonlocal served
         path = request.path
         if path == SERVED_PATH:
             return web.Response(text=str(served), content_type="text/plain")
+        if path == BUSY_PATH:
+            return web.Response(text=busy.reading(), content_type="text/plain")
         served += 1
+        busy.change(+1)
+        try:
+            return await answer(path)
+        finally:
+            busy.change(-1)
+
+    async def answer(path: str) -> web.StreamResponse:
         if response_delay:
             await asyncio.sleep(response_delay)
         if path == "/robots.txt":
@@ -103,6 +147,15 @@ def served(port: int) -> int:
     url = f"http://{host_address(0)}:{port}{SERVED_PATH}"
     with urllib.request.urlopen(url, timeout=10) as response:
         return int(response.read())
+
+
+def busy(port: int) -> tuple[float, float, float]:
+    """From the server on `port`: request-seconds in flight so far, the first arrival since the
+    last call (0 if none) and the last answer, in seconds of the server's clock."""
+    url = f"http://{host_address(0)}:{port}{BUSY_PATH}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        seconds, first, last = (float(n) for n in response.read().split())
+    return seconds, first, last
 
 
 def free_port(address: str) -> int:

@@ -4,6 +4,7 @@ against the task bound of the requests it made."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from urllib.parse import urlsplit
@@ -36,3 +37,16 @@ async def test_every_page_is_reached_and_each_response_waits_the_delay() -> None
         assert missing.status == 404
         served = await client.get(hosts_site.SERVED_PATH)
         assert await served.text() == str(len(expected) + 4)  # the crawl, the three above, the 404
+
+
+async def test_busy_reading_counts_the_requests_held_at_once() -> None:
+    delay = 0.2
+    async with TestClient(TestServer(hosts_site.make_app(pages=8, response_delay=delay))) as client:
+        await client.get(hosts_site.BUSY_PATH)
+        await asyncio.gather(*(client.get(f"/p/{k}.html") for k in range(1, 5)))
+        reading = await client.get(hosts_site.BUSY_PATH)
+        seconds, first, last = (float(n) for n in (await reading.text()).split())
+        assert last - first >= delay
+        assert 3.0 <= seconds / (last - first) <= 4.0  # four at once, the whole span
+        again = await client.get(hosts_site.BUSY_PATH)
+        assert float((await again.text()).split()[1]) == 0.0  # no request since the last reading

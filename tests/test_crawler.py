@@ -196,6 +196,26 @@ async def test_max_tasks_never_exceeded(site: Site, crawl_archive: CrawlFn) -> N
     assert len(site.hits) == 31
 
 
+async def test_a_page_being_processed_holds_no_fetching_turn(site: Site, crawl_archive: CrawlFn) -> None:
+    """While a plugin takes its time over one page, the next request is already under way,
+    to the same host: the server is asked while pages are processed, and never more than
+    max_tasks and per_host_concurrency at once."""
+    site.fan(6, delay=0.05, body="<p>leaf</p>")
+    asked_meanwhile: list[int] = []
+
+    class Slow:
+        @hookimpl
+        async def page_fetched(self, page: Page, links: list[Link]) -> None:
+            before = site.hits.total()
+            await asyncio.sleep(0.2)
+            asked_meanwhile.append(site.hits.total() - before)
+
+    await crawl_archive(site.url("/"), max_tasks=1, per_host_concurrency=1, delay=0, extra=[Slow()])
+    assert len(site.hits) == 7
+    assert site.max_in_flight == 1
+    assert sum(asked_meanwhile) >= 5  # each leaf but the first asked while a page before it was processed
+
+
 async def test_per_host_concurrency_limit(site: Site, crawl_archive: CrawlFn) -> None:
     site.fan(12, delay=0.05, body="<p>leaf</p>")
     await crawl_archive(site.url("/"), max_tasks=10, per_host_concurrency=2)

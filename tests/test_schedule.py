@@ -132,6 +132,21 @@ async def test_a_paused_host_waits_and_the_others_go_on(frontier: Frontier) -> N
     await frontier.close()
 
 
+async def test_a_held_host_counts_as_paused_until_resumed(frontier: Frontier) -> None:
+    politeness = limiter(delay=0.0)
+    frontier.use_limiter(politeness)
+    await frontier.add(items("a", "1") + items("b", "1") + items("c", "1"))
+    politeness.hold("a", True)
+    politeness.pause_host("b", 0.1)
+    schedule = frontier.schedule  # type: ignore[attr-defined]
+    assert schedule.host_counts(time.monotonic()) == (0, 0, 2, 1)
+    await asyncio.sleep(0.15)
+    assert schedule.host_counts(time.monotonic()) == (0, 0, 1, 2)  # b's pause is over
+    politeness.hold("a", False)
+    assert schedule.host_counts(time.monotonic()) == (0, 0, 0, 3)
+    await frontier.close()
+
+
 async def test_delay_and_slots_changed_during_the_crawl_apply_at_once(frontier: Frontier) -> None:
     politeness = limiter(delay=30.0, per_host_concurrency=1)
     frontier.use_limiter(politeness)

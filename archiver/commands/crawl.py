@@ -42,7 +42,7 @@ log = logging.getLogger("archiver")
     metavar="FILE",
     help="Read root URLs from FILE, one a line ('-': standard input; '#' starts a comment).",
 )
-@click.option("--max-tasks", type=int, help="Concurrent workers (default 10).")
+@click.option("--max-tasks", type=int, help="Requests at once in all (default 10).")
 @click.option("--max-redirect", type=int, help="Redirects followed per chain (default 10).")
 @click.option("--max-tries", type=int, help="Attempts per URL on network errors (default 4).")
 @click.option("--max-depth", type=int, help="Link distance from a root (default 50).")
