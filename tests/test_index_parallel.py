@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from archiver_plugins.index import reindex as reindex_module
-from archiver_plugins.index.parallel import Workers
+from archiver_plugins.index.parallel import QUEUED_PER_WORKER, Contents, Workers
 from archiver_plugins.index.reindex import catch_up, reindex
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool, pending_in
-from archiver_plugins.index.store import Capture, spool_path
+from archiver_plugins.index.store import Capture, open_or_create, spool_path, whoosh_dir
 from test_index_crawl import write_foreign_warc
 from test_index_resume import indexable_in_warcs, indexed
 
@@ -152,3 +153,44 @@ async def test_merge_joins_the_workers_indexes_as_a_rebuild_would(
     reindex(merged, processes=2)  # /shared in three files, read by different workers
     assert [hit.title for hit in search(merged, "shared").hits] == ["shared v3"]
     assert indexed(merged) == (urls, count)
+
+
+async def test_catch_up_hands_chunks_out_as_workers_free_up(site: Site, crawl_archive: CrawlFn) -> None:
+    """The queue holds a few chunks a worker, not the whole backlog (a million spooled
+    pages once took the writer past 370 MB)."""
+    site.loose_web(5)
+    archive = (await crawl_archive(site.url("/p0"), plugins=PLUGINS)).archive
+    spool = Spool(spool_path(archive))
+    last = spool.add(
+        Capture(site.url(f"/x{n}"), "20300101000000", 200, "text/plain", None, f"extra words {n}".encode())
+        for n in range(120)
+    )
+    ids = spool.ids_between(0, last, 1000)
+    spool.close()
+    taken = 0
+    taken_when_done: list[int] = []
+
+    def ignore(_: object) -> None:
+        pass
+
+    def chunks() -> Iterator[tuple[str, int, list[int]]]:
+        nonlocal taken
+        for number, row_id in enumerate(ids):
+            taken += 1
+            yield "rows", number, [row_id]
+
+    ix, _ = open_or_create(whoosh_dir(archive))
+    contents = Contents(ix)
+    workers = Workers(whoosh_dir(archive), spool_path(archive), 2, 100_000)
+    try:
+        done = workers.run(
+            contents, chunks(), ignore, ignore, progress=lambda _: taken_when_done.append(taken)
+        )
+        contents.write(final=True)
+    finally:
+        workers.close()
+        contents.close()
+        ix.close()
+    assert done.indexed == len(ids) == 120
+    assert taken_when_done[0] <= QUEUED_PER_WORKER * 2 + 1 < len(ids)
+    assert search(archive, "extra").total == 120

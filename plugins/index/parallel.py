@@ -28,12 +28,13 @@ of contents are also removed only then: a worker starting a segment reads the ne
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
 import queue
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -52,6 +53,9 @@ log = logging.getLogger("archiver.index")
 
 ROWS_PER_CHUNK = 32
 """Spooled rows a worker takes at a time: ~0.2 s of work, so shares stay even."""
+QUEUED_PER_WORKER = 4
+"""Chunks waiting in the queue for each worker: enough that none waits for work, few
+enough that a backlog of a million pages is not held in the queue."""
 COMMIT_SECONDS = 1.0
 """The parent lists new segments in a table of contents at most this often."""
 
@@ -249,7 +253,8 @@ class Workers:
         started are dropped and the workers write what they have.  Returns once every
         worker wrote its last segment."""
         done = Pass()
-        waiting = self._put(jobs)
+        queued = iter(jobs)  # handed out as workers free up: the queue holds a few at a time
+        waiting = self._put(itertools.islice(queued, QUEUED_PER_WORKER * self.count))
         stopping = flushing = False
         flushed = 0
         listed = time.monotonic()
@@ -276,6 +281,8 @@ class Workers:
             elif message[0] == "done":
                 _, _, chunk, indexed, skipped, report = message
                 waiting -= 1
+                if not stopping:
+                    waiting += self._put(itertools.islice(queued, 1))
                 done.indexed += indexed
                 done.skipped += skipped
                 done.chunks[chunk] = report
@@ -368,50 +375,42 @@ def drain(
 ) -> tuple[int, int]:
     """Index every spooled row after `after` with the workers; returns (indexed, last row):
     every row up to it is in the index (or was replaced by a later row of its URL)."""
+    del round_size  # shares are chunks of ROWS_PER_CHUNK rows, taken as workers free up
     indexed = 0
     while keep_going():
-        rows = spool.urls(after=after, limit=2**62)
-        if not rows:
+        last = spool.last_id()
+        if last is None or last <= after:
             break
-        done, handled = _drain_rows(ix, spool, workers, rows, keep_going)
+        done, handled = _drain_rows(ix, spool, workers, after, last, keep_going)
         indexed += done
         if not handled:
             first = spool.first_after(after)
-            return indexed, (first - 1) if first is not None else rows[-1][0]
-        after = rows[-1][0]
-    del round_size  # shares are chunks of ROWS_PER_CHUNK rows, taken as workers free up
+            return indexed, (first - 1) if first is not None else last
+        after = last
     return indexed, after
 
 
 def _drain_rows(
-    ix: Any, spool: Spool, workers: Workers, rows: list[tuple[int, str]], keep_going: Callable[[], bool]
+    ix: Any, spool: Spool, workers: Workers, after: int, last: int, keep_going: Callable[[], bool]
 ) -> tuple[int, bool]:
-    """Index `rows` (the newest row of each URL; the older ones are deleted with it)."""
-    newest: dict[str, int] = {}
-    older: dict[str, list[int]] = {}
-    for row_id, url in rows:
-        earlier = newest.get(url)
-        if earlier is not None:
-            older.setdefault(url, []).append(earlier)
-        newest[url] = row_id
-    url_of = {row_id: url for url, row_id in newest.items()}
-    wanted = sorted(newest.values())
-    jobs = (
-        ("rows", number, wanted[start : start + ROWS_PER_CHUNK])
-        for number, start in enumerate(range(0, len(wanted), ROWS_PER_CHUNK))
-    )
+    """Index the rows after `after` up to `last` (the newest row of each URL; the older
+    ones are deleted with it).  The parent holds the chunks handed out and the few URLs
+    spooled twice, not the backlog: its ids and URLs are read from the spool as needed."""
+    older = {url: ids[:-1] for url, ids in spool.repeated(after, last).items()}
+    replaced = {row_id for ids in older.values() for row_id in ids}
     contents = Contents(ix)
     stopped = False
 
     def received(fresh: Fresh) -> None:
-        contents.delete_earlier(url_of[row_id] for row_id in fresh.keys)
+        contents.delete_earlier(url for _, url in spool.urls_of(fresh.keys))
 
     def committed(listed: list[Fresh]) -> None:
         gone: list[int] = []
         for fresh in listed:
-            for row_id in fresh.keys:
-                gone.append(row_id)
-                gone += older.get(url_of[row_id], ())
+            gone += fresh.keys
+            if older:
+                for _, url in spool.urls_of(fresh.keys):
+                    gone += older.get(url, ())
         spool.delete_ids(gone)
 
     def going() -> bool:
@@ -420,14 +419,37 @@ def _drain_rows(
         return not stopped
 
     try:
-        result = workers.run(contents, jobs, received, committed, going)
+        result = workers.run(contents, _chunks(spool, after, last, replaced), received, committed, going)
         contents.write(final=True)
     finally:
         contents.close()
     if not stopped:
         # rows of URLs whose page could not be indexed: nothing more will come of them
-        spool.delete_upto(rows[-1][0])
+        spool.delete_upto(last)
     return result.indexed, not stopped
+
+
+def _chunks(spool: Spool, after: int, last: int, replaced: set[int]) -> Iterator[tuple[str, int, list[int]]]:
+    """("rows", chunk number, ROWS_PER_CHUNK row ids) for the rows after `after` up to
+    `last`, less the `replaced` ones, read from the spool a page at a time as the workers
+    take them."""
+    number = 0
+    chunk: list[int] = []
+    while True:
+        ids = spool.ids_between(after, last, 4096)
+        if not ids:
+            break
+        for row_id in ids:
+            if row_id in replaced:
+                continue
+            chunk.append(row_id)
+            if len(chunk) == ROWS_PER_CHUNK:
+                yield "rows", number, chunk
+                number += 1
+                chunk = []
+        after = ids[-1]
+    if chunk:
+        yield "rows", number, chunk
 
 
 # -- the worker processes ------------------------------------------------------------------

@@ -22,7 +22,7 @@ import logging
 import re
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,14 +116,45 @@ class Spool:
         ).fetchall()
         return [(row[0], self._capture(row[1:])) for row in rows]
 
-    def urls(self, after: int, limit: int) -> list[tuple[int, str]]:
-        """(row id, url) of the next rows, without their content."""
+    def last_id(self) -> int | None:
+        """The id of the newest row, None when no row waits."""
+        (found,) = self._db.execute("SELECT max(id) FROM pending").fetchone()
+        return None if found is None else int(found)
+
+    def ids_between(self, after: int, last: int, limit: int) -> list[int]:
+        """Ids of the rows after `after` up to `last`, the first `limit` of them."""
         return [
-            (int(row_id), str(url))
-            for row_id, url in self._db.execute(
-                "SELECT id, url FROM pending WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+            int(row_id)
+            for (row_id,) in self._db.execute(
+                "SELECT id FROM pending WHERE id > ? AND id <= ? ORDER BY id LIMIT ?", (after, last, limit)
             )
         ]
+
+    def urls_of(self, row_ids: Sequence[int]) -> list[tuple[int, str]]:
+        """(row id, url) of the given rows still spooled."""
+        found: list[tuple[int, str]] = []
+        for start in range(0, len(row_ids), 500):
+            chunk = list(row_ids[start : start + 500])
+            found += (
+                (int(row_id), str(url))
+                for row_id, url in self._db.execute(
+                    f"SELECT id, url FROM pending WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                )
+            )
+        return found
+
+    def repeated(self, after: int, last: int) -> dict[str, list[int]]:
+        """The URLs spooled more than once after `after` up to `last`, each with its row ids
+        in order: a few in a crawl, so they are found by SQLite's sort, on disk past its
+        cache, instead of a dictionary of every waiting URL."""
+        found: dict[str, list[int]] = {}
+        for url, ids in self._db.execute(
+            "SELECT url, group_concat(id) FROM pending WHERE id > ? AND id <= ?"
+            " GROUP BY url HAVING count(*) > 1",
+            (after, last),
+        ):
+            found[str(url)] = sorted(int(row_id) for row_id in str(ids).split(","))
+        return found
 
     def rows(self, row_ids: list[int]) -> Iterator[Capture]:
         """The captures of the given rows, in order, read a few at a time (those whose WARC
