@@ -105,7 +105,9 @@ from archiver_plugins.index.store import whoosh_dir
 from pathlib import Path
 index = open_dir(str(whoosh_dir(Path(sys.argv[1]))))
 with index.searcher() as searcher:
-    reader = searcher.reader()
+    # the largest segment's words ranked by their frequency in it: the whole lexicon of a
+    # million pages, with a frequency summed over every segment, took longer than the crawl
+    reader = max((leaf for leaf, _ in searcher.reader().leaf_readers()), key=lambda leaf: leaf.doc_count())
     words = [
         (reader.doc_frequency("text", term), term.decode() if isinstance(term, bytes) else term)
         for term in reader.lexicon("text")

@@ -163,7 +163,7 @@ async def test_catch_up_hands_chunks_out_as_workers_free_up(site: Site, crawl_ar
     spool = Spool(spool_path(archive))
     last = spool.add(
         Capture(site.url(f"/x{n}"), "20300101000000", 200, "text/plain", None, f"extra words {n}".encode())
-        for n in range(120)
+        for n in range(400)
     )
     ids = spool.ids_between(0, last, 1000)
     spool.close()
@@ -191,6 +191,6 @@ async def test_catch_up_hands_chunks_out_as_workers_free_up(site: Site, crawl_ar
         workers.close()
         contents.close()
         ix.close()
-    assert done.indexed == len(ids) == 120
+    assert done.indexed == len(ids) == 400
     assert taken_when_done[0] <= QUEUED_PER_WORKER * 2 + 1 < len(ids)
-    assert search(archive, "extra").total == 120
+    assert search(archive, "extra").total == 400

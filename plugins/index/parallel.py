@@ -53,9 +53,10 @@ log = logging.getLogger("archiver.index")
 
 ROWS_PER_CHUNK = 32
 """Spooled rows a worker takes at a time: ~0.2 s of work, so shares stay even."""
-QUEUED_PER_WORKER = 4
-"""Chunks waiting in the queue for each worker: enough that none waits for work, few
-enough that a backlog of a million pages is not held in the queue."""
+QUEUED_PER_WORKER = 64
+"""Chunks waiting in the queue for each worker (~10 s of its work, ~80 KB): enough that
+none waits while the parent lists a segment, few enough that a backlog of a million pages
+is not held in the queue."""
 COMMIT_SECONDS = 1.0
 """The parent lists new segments in a table of contents at most this often."""
 
