@@ -60,3 +60,17 @@ def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
     assert [size(n) for n in (0, 999, 1000, 1_234_567, 999_960_000, 2 * 10**12)] == [
         "0 B", "999 B", "1.0 kB", "1.2 MB", "1.0 GB", "2.0 TB",
     ]  # fmt: skip
+
+
+async def test_the_catch_up_counts_the_pages_left_when_a_crawl_ends_fast(site: Site, tmp_path: Path) -> None:
+    """A crawl shorter than the spool's half-second check: the count the catch-up starts
+    from is the spool's as the last page left it, never one taken earlier."""
+    site.fan(60, body="<html><body><p>" + " ".join(f"w{n}" for n in range(3000)) + "</p></body></html>")
+    config = tmp_path / "c.toml"
+    config.write_text("[plugins.index]\ncrawl_share = 0.01\n")
+    args = ["crawl", site.url("/"), "-o", "a", "-c", str(config), "--delay", "0", "--ignore-robots"]
+    code, output = await asyncio.to_thread(run_on_terminal, args, tmp_path, 120)
+    assert code == 0, output[-2000:]
+    caught_up = json.loads((tmp_path / "a" / "report.json").read_text())["after_crawl"]["caught_up"]["index"]
+    shown = [int(n.replace(",", "")) for n in re.findall(r"indexing ([\d,]+) pages", output)]
+    assert shown and max(shown) <= caught_up, (shown, caught_up)

@@ -195,6 +195,8 @@ class IndexFeeder:
                 self.batches += 1
             self._settle(batch, None)
             now = time.monotonic()
+            if pages:  # two index look-ups: the count the crawl's last page leaves is exact
+                self.pending = self._spool.pending()
             if now - checked >= 0.5 or (ended and not pages) or (pages and self._process is None):
                 checked = now
                 self.pending = self._spool.pending()
