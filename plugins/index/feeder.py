@@ -195,11 +195,11 @@ class IndexFeeder:
                 self.batches += 1
             self._settle(batch, None)
             now = time.monotonic()
-            if pages:  # two index look-ups: the count the crawl's last page leaves is exact
+            watch = now - checked >= 0.5 or (ended and not pages) or (pages and self._process is None)
+            if pages or watch:  # two index look-ups: the count the crawl's last page leaves is exact
                 self.pending = self._spool.pending()
-            if now - checked >= 0.5 or (ended and not pages) or (pages and self._process is None):
+            if watch:
                 checked = now
-                self.pending = self._spool.pending()
                 self._watch_writer()
             if ended and not pages:
                 return

@@ -370,13 +370,12 @@ def drain(
     ix: Any,
     spool: Spool,
     workers: Workers,
-    round_size: int,
     after: int,
     keep_going: Callable[[], bool],
 ) -> tuple[int, int]:
-    """Index every spooled row after `after` with the workers; returns (indexed, last row):
-    every row up to it is in the index (or was replaced by a later row of its URL)."""
-    del round_size  # shares are chunks of ROWS_PER_CHUNK rows, taken as workers free up
+    """Index every spooled row after `after` with the workers, in chunks of ROWS_PER_CHUNK
+    rows taken as workers free up; returns (indexed, last row): every row up to it is in
+    the index (or was replaced by a later row of its URL)."""
     indexed = 0
     while keep_going():
         last = spool.last_id()

@@ -179,7 +179,7 @@ def run(
             if control.mode == "drain" and processes > 1 and spool.pending() > batch_size:
                 batcher.commit()
                 spool.delete_upto(last)
-                last = _drain_in_parallel(archive, ix, spool, control, processes, batch_size, max_chars, last)
+                last = _drain_in_parallel(archive, ix, spool, control, processes, max_chars, last)
                 continue
             if rows:
                 if control.mode is None and crawl_share < 1.0:  # the crawl still runs
@@ -209,7 +209,6 @@ def _drain_in_parallel(
     spool: Spool,
     control: Control,
     processes: int,
-    batch_size: int,
     max_chars: int,
     after: int,
 ) -> int:
@@ -217,7 +216,7 @@ def _drain_in_parallel(
 
     workers = Workers(whoosh_dir(archive), spool.path, processes, max_chars)
     try:
-        _, after = drain(ix, spool, workers, batch_size * processes, after, lambda: control.mode != "stop")
+        _, after = drain(ix, spool, workers, after, lambda: control.mode != "stop")
     finally:
         workers.close()
     return after
