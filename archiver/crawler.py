@@ -128,6 +128,8 @@ class Crawler:
         """`max_tasks` workers fetch at once; the others process the pages fetched."""
         self._group: asyncio.TaskGroup | None = None
         self._retire = 0
+        self._fault: ArchiverError | None = None
+        """The first fault that stopped the workers, raised once the pages in hand are archived."""
         """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._patterns_added = False
         """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
@@ -448,6 +450,8 @@ class Crawler:
                         break
                 self._group = None
                 watcher.cancel()
+            if self._fault is not None:
+                raise self._fault
         finally:
             # only left when stopping (or another process holds their entries): in flight for a resume
             for task in self._requisite_tasks:
@@ -467,7 +471,19 @@ class Crawler:
 
     async def _work(self) -> None:
         """Take a turn, a URL, fetch it; give the turn back when the response is in, then
-        process the page while another worker fetches."""
+        process the page while another worker fetches.
+
+        A fault that every worker shares (the frontier lost, the disk full) stops the crawl
+        as Ctrl-C does, so the pages other workers already fetched are archived before it
+        is raised."""
+        try:
+            await self._work_until_stopped()
+        except ArchiverError as exc:
+            if self._fault is None:
+                self._fault = exc
+            self.stop()
+
+    async def _work_until_stopped(self) -> None:
         task = asyncio.current_task()
         assert task is not None
         while not self._stopping.is_set():
