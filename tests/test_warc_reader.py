@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.warc import WarcWriter, open_archive
+from archiver_plugins.warc.capture import Capture
 from archiver_plugins.warc.commands import warc_group
+from archiver_plugins.warc.reader import WarcArchive
 from archiver_plugins.warc.settings import WarcSettings
 from click.testing import CliRunner
 
@@ -94,6 +96,28 @@ async def test_open_file_without_cdxj_is_scanned(tmp_path: Path) -> None:
     archive.refresh()
     (closed,) = list(archive.iter_captures())
     assert not closed.filename.endswith(".open")
+
+
+async def test_a_file_renamed_between_the_look_and_the_open_still_reads(tmp_path: Path) -> None:
+    """The crawl's WARC writer drops ``.open`` when it closes a file, at any moment of a read
+    by another process (the index writer)."""
+    writer = await build(tmp_path, [html("/x", "live", 1)], finish=False)
+    renamed: list[Path] = []
+
+    class RenamedAfterTheLook(WarcArchive):
+        def path_of(self, capture: Capture) -> Path:
+            path = super().path_of(capture)
+            if not renamed:
+                renamed.append(path.rename(path.with_name(path.name.removesuffix(".open"))))
+            return path
+
+    archive = RenamedAfterTheLook(tmp_path / "warc")
+    (capture,) = list(archive.iter_captures())
+    assert capture.filename.endswith(".warc.gz.open")
+    assert archive.read(capture).payload == b"live"
+    assert renamed and not list((tmp_path / "warc").glob("*.warc.gz.open"))
+    renamed[0].rename(tmp_path / "warc" / capture.filename)  # the writer closes the file it opened
+    await writer.crawl_finished(crawl=Crawl(config=Config(), archive=tmp_path, roots=()))
 
 
 async def test_missing_cdxj_falls_back_to_scanning(tmp_path: Path) -> None:

@@ -334,7 +334,12 @@ class WarcArchive:
 
     def _read_record(self, capture: Capture) -> StoredResponse:
         path = self.path_of(capture)
-        with path.open("rb") as handle:
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:  # its ``.open`` suffix dropped between the look and the open
+            path = self.path_of(capture)
+            handle = path.open("rb")
+        with handle:
             member = read_member(handle, capture.offset, self.limits)
         return self.response_of(capture, path, member)
 
