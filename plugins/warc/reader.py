@@ -332,7 +332,8 @@ class WarcArchive:
         key = digest_key(capture.digest)
         return self._by_digest.get(key) if key else None
 
-    def _read_record(self, capture: Capture) -> StoredResponse:
+    def read_member_of(self, capture: Capture) -> tuple[Path, Member]:
+        """The gzip member (or plain record) of `capture` and the file it was read from."""
         path = self.path_of(capture)
         try:
             handle = path.open("rb")
@@ -340,7 +341,10 @@ class WarcArchive:
             path = self.path_of(capture)
             handle = path.open("rb")
         with handle:
-            member = read_member(handle, capture.offset, self.limits)
+            return path, read_member(handle, capture.offset, self.limits)
+
+    def _read_record(self, capture: Capture) -> StoredResponse:
+        path, member = self.read_member_of(capture)
         return self.response_of(capture, path, member)
 
     def response_of(self, capture: Capture, path: Path, member: Member) -> StoredResponse:

@@ -28,7 +28,7 @@ from archiver.errors import ArchiveError
 from archiver.model import Page
 
 from ..index.extract import visible_text
-from ..warc.members import parse_record, read_member
+from ..warc.members import parse_record
 from ..warc.reader import Capture, StoredResponse
 from .library import ArchiveHandle, Found
 
@@ -70,9 +70,7 @@ def _refers_to(handle: ArchiveHandle, capture: Capture) -> Capture | None:
     reader = handle.reader()
     if reader is None:
         return None
-    path = reader.path_of(capture)
-    with path.open("rb") as stream:
-        member = read_member(stream, capture.offset, reader.limits)
+    path, member = reader.read_member_of(capture)
     if member.problem:
         return None
     headers = parse_record(member, path).rec_headers
