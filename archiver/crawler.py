@@ -42,6 +42,7 @@ from .fetcher import (
 from .frontier import Frontier, Item
 from .guard import AddressGuard
 from .identity import CrawlIdentity
+from .linkmemo import LinkMemo
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
@@ -59,7 +60,7 @@ LIMIT_CHECK_SECONDS = 1.0
 DISK_CHECK_BYTES = 1 << 20
 """The free disk space is also checked after each MiB received, however fast it comes."""
 _SKIP_LOG_MEMORY = 200_000
-_KNOWN_LINKS_MEMORY = 100_000
+_REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
 """Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
 
@@ -104,14 +105,12 @@ class Crawler:
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
         self._skipped_logged: set[str] = set()
-        self._known_links: dict[str, None] = {}
-        """Links already handed to the frontier or refused, in insertion order: most links of a
-        page were on the pages before it, and this skips their parsing, canonicalization and
-        scope checks.  Bounded (oldest half dropped); the frontier stays the judge of "seen"."""
+        self._known_links = LinkMemo()
+        """Links already handed to the frontier or refused (`linkmemo`)."""
         self._seed_failures = 0
         self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
         """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
-        (bounded like `_known_links`)."""
+        (the oldest half dropped past _REQUISITES_MEMORY)."""
         self._claimed: dict[str, asyncio.Future[bool | None]] = {}
         """Their frontier entries: a worker that takes one waits for the plugin's fetch and marks
         it done (the future gives `failed`), or fetches it itself when it gives None."""
@@ -809,7 +808,7 @@ class Crawler:
                 await self._follow_if_redirect(item, outcome)
         finally:
             claim.set_result(failed)
-        if len(self._requisites) > _KNOWN_LINKS_MEMORY:
+        if len(self._requisites) > _REQUISITES_MEMORY:
             for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
                 if self._requisites[old] is None:
                     del self._requisites[old]
@@ -894,11 +893,8 @@ class Crawler:
             if refused is not None:
                 self._skip(url, refused, referrer, depth)
                 continue
-            known[memo] = None
+            known.add(memo)
             candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
-        if len(known) > _KNOWN_LINKS_MEMORY:
-            for memo in list(itertools.islice(known, len(known) // 2)):
-                del known[memo]
         return await self._add(candidates)
 
     async def _add(self, items: list[Item], *, coalesce: bool = False) -> int:
