@@ -127,9 +127,9 @@ class Crawler:
         """`max_tasks` workers fetch at once; the others process the pages fetched."""
         self._group: asyncio.TaskGroup | None = None
         self._retire = 0
+        """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._fault: ArchiverError | None = None
         """The first fault that stopped the workers, raised once the pages in hand are archived."""
-        """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._patterns_added = False
         """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
 
