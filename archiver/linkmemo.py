@@ -8,9 +8,10 @@ large site missed it.  This table holds 8 bytes a link (the string's 64-bit hash
 of slots that double up to MAX_SLOTS as they fill: of the 1.17 million URLs of a crawl of a
 million pages, 82% are still known at its end, in 16 MB.
 
-A link whose pair of slots two newer links took since is simply handled again (the frontier stays the
-judge of "seen"); two links with the same 64-bit hash, about one chance in 30 million in a
-crawl of a million URLs, would make the second one skipped.
+A link whose pair of slots two newer links took since is simply handled again (the frontier
+stays the judge of "seen").  A new link is taken for a known one only when its hash equals
+one of the two in its pair, which already share its pair's bits: about one chance in 8
+million for all the new links of a million-page crawl.
 """
 
 from __future__ import annotations
