@@ -100,8 +100,10 @@ def process_tree(root: int, kinds: dict[int, bool]) -> list[Process]:
     while todo:
         pid = todo.pop()
         todo.extend(children.get(pid, ()))
-        if pid not in kinds:
-            # a zygote's child rewrites its command line as one string: no split on NULs
+        if not kinds.get(pid):
+            # A zygote's child rewrites its command line as one string (no split on NULs), and
+            # only after the fork: seen before that, a renderer still reads as the zygote, so a
+            # process is asked again until it reads as a renderer.
             kinds[pid] = b"--type=renderer" in _command_line(pid)
         found.append(Process(pid, _private_mb(pid), kinds[pid]))
     return found
