@@ -133,14 +133,9 @@ class Spool:
     def urls_of(self, row_ids: Sequence[int]) -> list[tuple[int, str]]:
         """(row id, url) of the given rows still spooled."""
         found: list[tuple[int, str]] = []
-        for start in range(0, len(row_ids), 500):
-            chunk = list(row_ids[start : start + 500])
-            found += (
-                (int(row_id), str(url))
-                for row_id, url in self._db.execute(
-                    f"SELECT id, url FROM pending WHERE id IN ({','.join('?' * len(chunk))})", chunk
-                )
-            )
+        for chunk, marks in _id_chunks(row_ids, 500):
+            rows = self._db.execute(f"SELECT id, url FROM pending WHERE id IN ({marks})", chunk)
+            found += ((int(row_id), str(url)) for row_id, url in rows)
         return found
 
     def repeated(self, after: int, last: int) -> dict[str, list[int]]:
@@ -165,9 +160,7 @@ class Spool:
     def rows_with_ids(self, row_ids: list[int]) -> Iterator[tuple[int, Capture]]:
         """(row id, capture) of the given rows still spooled, in order, a few at a time
         (those whose WARC record cannot be read back left out)."""
-        for start in range(0, len(row_ids), 32):
-            chunk = row_ids[start : start + 32]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _id_chunks(row_ids, 32):
             for row in self._db.execute(
                 f"SELECT id, {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
                 chunk,
@@ -180,9 +173,8 @@ class Spool:
         """Delete the given rows, in one transaction."""
         with self._db:
             self._db.execute("BEGIN")
-            for start in range(0, len(row_ids), 500):
-                chunk = row_ids[start : start + 500]
-                self._db.execute(f"DELETE FROM pending WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            for chunk, marks in _id_chunks(row_ids, 500):
+                self._db.execute(f"DELETE FROM pending WHERE id IN ({marks})", chunk)
 
     def first_after(self, after: int) -> int | None:
         """The id of the first row after `after`, None when there is none."""
@@ -273,6 +265,13 @@ _CAPTURE = (
     " record_file, record_offset, record_length, record_target, record_digest"
 )
 _DIGITS = re.compile(r"\d+")
+
+
+def _id_chunks(row_ids: Sequence[int], size: int) -> Iterator[tuple[list[int], str]]:
+    """`row_ids` in chunks of `size`, each with its ``?,?,...`` for an ``IN (...)``."""
+    for start in range(0, len(row_ids), size):
+        chunk = list(row_ids[start : start + size])
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def _row(capture: Capture) -> tuple[Any, ...]:
