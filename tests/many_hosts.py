@@ -47,6 +47,8 @@ class Host:
     requests: list[tuple[float, str]] = field(default_factory=list)
     """(arrival time, path) of every request."""
     paths: collections.Counter[str] = field(default_factory=collections.Counter)
+    connections: list[asyncio.BaseTransport] = field(default_factory=list)
+    """The connection of every request (one entry per request)."""
     in_flight: int = 0
     max_in_flight: int = 0
     port: int = 0
@@ -95,6 +97,8 @@ class ManyHosts:
         host.arrivals.append(time.monotonic())
         host.requests.append((host.arrivals[-1], request.path))
         host.paths[request.path] += 1
+        if request.transport is not None:
+            host.connections.append(request.transport)
         host.in_flight += 1
         host.max_in_flight = max(host.max_in_flight, host.in_flight)
         try:
