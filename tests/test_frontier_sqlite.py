@@ -14,7 +14,7 @@ import pytest
 from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.frontier import Item, MemoryFrontier
-from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
+from archiver.frontier_sqlite import LEASED_AT_MOST, STATE_NAME, SqliteFrontier, read_counts
 from archiver.hookspecs import hookimpl
 from archiver.model import LinkKind
 from archiver.runner import make_frontier
@@ -99,6 +99,31 @@ async def test_state_survives_close_and_in_flight_is_requeued(tmp_path: Path) ->
         await again.done(item)
     assert order == ["c", "d", "e", "f"]  # the interrupted one first, queue order kept
     await again.close()
+
+
+async def test_with_many_hosts_queued_each_host_leases_fewer_heads(tmp_path: Path) -> None:
+    """Hosts take turns, so a host's second head would wait for every other host: with
+    more hosts than LEASED_AT_MOST / lease_size, a lease is one row."""
+    path = tmp_path / STATE_NAME
+    f = SqliteFrontier(path, lease_size=8)
+    await f.open()
+    few = [(f"http://a{h}/{n}", Item(f"http://a{h}/{n}")) for h in range(4) for n in range(5)]
+    await f.add(few)
+    first = await f.get()
+    assert first is not None
+    await f.flush()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM urls WHERE state = 1").fetchone() == (5,)
+    many = [(f"http://b{h}/{n}", Item(f"http://b{h}/{n}")) for h in range(LEASED_AT_MOST) for n in range(3)]
+    await f.add(many)
+    items = [await f.get() for _ in range(4 + LEASED_AT_MOST)]
+    await f.flush()
+    # the first host's lease of all its 5 rows, taken while 4 hosts were queued; then one row a host
+    assert db.execute("SELECT count(*) FROM urls WHERE state = 1").fetchone() == (5 + 3 + LEASED_AT_MOST,)
+    seen = {item.url for item in items if item is not None} | {first.url}
+    assert len(seen) == 5 + LEASED_AT_MOST
+    db.close()
+    await f.close()
 
 
 async def test_mark_done_skips_queued_urls(frontier: SqliteFrontier) -> None:
