@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from archiver import frontier_sqlite
 from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.frontier import Item, MemoryFrontier
@@ -169,6 +171,31 @@ async def main() -> None:
 
 asyncio.run(main())
 """
+
+
+async def test_the_wal_is_copied_into_the_database_past_checkpoint_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The WAL's size stays near CHECKPOINT_PAGES pages; with a larger setting it grows past."""
+
+    async def wal_after_commits(name: str) -> int:
+        path = tmp_path / name / STATE_NAME
+        path.parent.mkdir()
+        f = SqliteFrontier(path)
+        await f.open()
+        for batch in range(60):
+            await f.add([(f"http://h{batch}/{n}", Item(f"http://h{batch}/{n}")) for n in range(50)])
+            await f.flush()
+        size = os.stat(f"{path}-wal").st_size
+        await f.close()
+        return size
+
+    monkeypatch.setattr(frontier_sqlite, "CHECKPOINT_PAGES", 32)
+    bounded = await wal_after_commits("small")
+    monkeypatch.setattr(frontier_sqlite, "CHECKPOINT_PAGES", 100_000)
+    unbounded = await wal_after_commits("large")
+    page = 4096 + 24  # a WAL frame: a page and its header
+    assert bounded < 100 * page < unbounded
 
 
 async def test_a_killed_process_loses_only_uncommitted_changes(tmp_path: Path) -> None:
