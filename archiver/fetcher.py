@@ -102,19 +102,18 @@ MAX_IDLE_CONNECTIONS = 16_384
 
 def idle_connections_allowed() -> int:
     """Idle connections the pool may keep: half the open files allowed, after raising the soft limit
-    to the hard one (most systems start processes at 1,024 and allow far more)."""
+    toward the hard one, up to 4 x MAX_IDLE_CONNECTIONS (most systems start processes at 1,024
+    and allow far more)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = hard if hard != resource.RLIM_INFINITY else 4 * MAX_IDLE_CONNECTIONS
-    wanted = min(wanted, 4 * MAX_IDLE_CONNECTIONS)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
+    infinite = resource.RLIM_INFINITY
+    wanted = 4 * MAX_IDLE_CONNECTIONS if hard == infinite else min(hard, 4 * MAX_IDLE_CONNECTIONS)
+    if soft != infinite and soft < wanted:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
             soft = wanted
         except (ValueError, OSError):
             pass
-    if soft == resource.RLIM_INFINITY:
-        return MAX_IDLE_CONNECTIONS
-    return max(16, min(soft // 2, MAX_IDLE_CONNECTIONS))
+    return MAX_IDLE_CONNECTIONS if soft == infinite else max(16, min(soft // 2, MAX_IDLE_CONNECTIONS))
 
 
 def new_cookie_jar() -> aiohttp.CookieJar:

@@ -29,7 +29,7 @@ import asyncio
 import collections
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from .frontier import Item, Recovered, wait_for_schedule
 from .model import Counts, LinkKind
 from .politeness import HostLimiter
 from .schedule import HostSchedule
+from .sqlchunks import in_chunks
 from .state import STATE_NAME as STATE_NAME
 from .state import connect
 from .state import read_counts as read_counts
@@ -71,8 +72,6 @@ CHECKPOINT_PAGES = 16_384
 1,000).  Each checkpoint ends with an fsync, on the event loop; a page changed again and again
 (a host's queue, the totals) is copied once per checkpoint, not once per 4 MB.  At a million URLs
 over 10,000 hosts: 117-119 us a page against 125-129 (bench/README.md)."""
-_IN_CHUNK = 500
-"""Keys per `IN (...)` look-up: far below SQLite's limit on bound parameters."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -380,7 +379,7 @@ class SqliteFrontier:
             else:
                 del self._heads[host]
         marked = 0
-        for chunk, marks in _chunks(sorted(wanted)):
+        for chunk, marks in in_chunks(sorted(wanted)):
             cursor = db.execute(
                 f"UPDATE urls SET state = 2 WHERE key IN ({marks}) AND state IN (0, 1)"
                 " RETURNING host, url, key",
@@ -481,7 +480,7 @@ class SqliteFrontier:
 
     def _existing(self, db: sqlite3.Connection, keys: list[str]) -> list[str]:
         found: list[str] = []
-        for chunk, marks in _chunks(keys):
+        for chunk, marks in in_chunks(keys):
             found.extend(row[0] for row in db.execute(f"SELECT key FROM urls WHERE key IN ({marks})", chunk))
         return found
 
@@ -538,13 +537,6 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     except sqlite3.DatabaseError:
         db.execute("ROLLBACK")
         raise
-
-
-def _chunks(keys: list[str]) -> Iterator[tuple[list[str], str]]:
-    """`keys` in slices of `_IN_CHUNK`, each with the ``?,?,...`` of its ``IN (...)``."""
-    for start in range(0, len(keys), _IN_CHUNK):
-        chunk = keys[start : start + _IN_CHUNK]
-        yield chunk, ",".join("?" * len(chunk))
 
 
 def _item(url: str, depth: int, redirects_left: int, referrer: str | None, kind: str) -> Item:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver.errors import ArchiverError
+from archiver.sqlchunks import in_chunks
 
 from .store import Capture, RecordRef
 
@@ -133,7 +134,7 @@ class Spool:
     def urls_of(self, row_ids: Sequence[int]) -> list[tuple[int, str]]:
         """(row id, url) of the given rows still spooled."""
         found: list[tuple[int, str]] = []
-        for chunk, marks in _id_chunks(row_ids, 500):
+        for chunk, marks in in_chunks(row_ids):
             rows = self._db.execute(f"SELECT id, url FROM pending WHERE id IN ({marks})", chunk)
             found += ((int(row_id), str(url)) for row_id, url in rows)
         return found
@@ -160,7 +161,7 @@ class Spool:
     def rows_with_ids(self, row_ids: list[int]) -> Iterator[tuple[int, Capture]]:
         """(row id, capture) of the given rows still spooled, in order, a few at a time
         (those whose WARC record cannot be read back left out)."""
-        for chunk, marks in _id_chunks(row_ids, 32):
+        for chunk, marks in in_chunks(row_ids, 32):
             for row in self._db.execute(
                 f"SELECT id, {_CAPTURE} FROM pending WHERE id IN ({marks}) ORDER BY id",
                 chunk,
@@ -173,7 +174,7 @@ class Spool:
         """Delete the given rows, in one transaction."""
         with self._db:
             self._db.execute("BEGIN")
-            for chunk, marks in _id_chunks(row_ids, 500):
+            for chunk, marks in in_chunks(row_ids):
                 self._db.execute(f"DELETE FROM pending WHERE id IN ({marks})", chunk)
 
     def first_after(self, after: int) -> int | None:
@@ -265,13 +266,6 @@ _CAPTURE = (
     " record_file, record_offset, record_length, record_target, record_digest"
 )
 _DIGITS = re.compile(r"\d+")
-
-
-def _id_chunks(row_ids: Sequence[int], size: int) -> Iterator[tuple[list[int], str]]:
-    """`row_ids` in chunks of `size`, each with its ``?,?,...`` for an ``IN (...)``."""
-    for start in range(0, len(row_ids), size):
-        chunk = list(row_ids[start : start + size])
-        yield chunk, ",".join("?" * len(chunk))
 
 
 def _row(capture: Capture) -> tuple[Any, ...]:
