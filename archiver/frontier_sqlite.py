@@ -68,10 +68,23 @@ head waits for every other host's turn; 8 heads for each of 10,000 hosts held 80
 in memory and as many rows in flight, rows visited again long after their page had left
 SQLite's cache."""
 CHECKPOINT_PAGES = 16_384
-"""WAL pages (64 MB) after which a commit copies them into the database file (SQLite's default is
-1,000).  Each checkpoint ends with an fsync, on the event loop; a page changed again and again
-(a host's queue, the totals) is copied once per checkpoint, not once per 4 MB.  At a million URLs
-over 10,000 hosts: 117-119 us a page against 125-129 (bench/README.md)."""
+"""WAL pages (64 MB) after which a commit copies them into the database file, at least (SQLite's
+default is 1,000); as many pages as the database holds when that is more, so the WAL never
+outgrows the database it logs (a crawl's state and WAL take at most twice the state's size
+plus 64 MB).  Each checkpoint reads every page from the WAL, writes it to the database and
+fsyncs, on the event loop.  A page changed again and again (a host's queue, the seen keys of a
+host, the totals) is copied once per checkpoint however often it was logged, and a crawl of many
+hosts changes each host's pages once per round of the hosts: the longer the WAL, the more of a
+round one checkpoint covers.  At a million URLs over 10,000 hosts, us a page (bench/README.md):
+1,000 pages 125-129, 16,384 pages 117-119, and in another hour 16,384 pages 110 against 105-107
+for as many as the database (75,000 pages at the end)."""
+CHECKPOINT_GROWTH = 1.25
+"""The threshold follows the database once it outgrows the last setting by this much."""
+PAGE_CACHE_KIB = 8_192
+"""SQLite's page cache for the crawl's connection (its default is 2,000 KiB).  A million URLs
+fill some 500 inner pages of B-trees, as much as the default cache holds, so leaf pages pushed
+them out and a look-up read them again; with 8 MiB every inner page stays.  At a million URLs
+over 10,000 hosts: 101-102 us a page against 105-106; 16 MiB did no better (bench/README.md)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -121,6 +134,7 @@ class SqliteFrontier:
         self._first_pending = 0.0
         self._host_counts: dict[str, int] = {}
         self._hosts_counted_at = -COMMIT_SECONDS
+        self._checkpoint_pages = 0
         self._timer: asyncio.TimerHandle | None = None
         self._soon: asyncio.Handle | None = None
         self._wake = asyncio.Event()
@@ -142,7 +156,9 @@ class SqliteFrontier:
         except sqlite3.DatabaseError as exc:
             raise ArchiveError(f"{self.path}: cannot open the crawl state ({exc})") from None
         self._db = db
-        db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+        db.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
+        self._checkpoint_pages = 0
+        self._checkpoint_past(db)
         version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
         if version is not None and int(version[0]) != SCHEMA_VERSION:
             raise ArchiveError(
@@ -454,6 +470,14 @@ class SqliteFrontier:
         self._save_counts(db)
         db.execute("COMMIT")
         self._pending = 0
+        self._checkpoint_past(db)
+
+    def _checkpoint_past(self, db: sqlite3.Connection) -> None:
+        """Keep the WAL's checkpoint threshold at `CHECKPOINT_PAGES` or the database's size."""
+        pages = max(CHECKPOINT_PAGES, db.execute("PRAGMA page_count").fetchone()[0])
+        if pages >= self._checkpoint_pages * CHECKPOINT_GROWTH:
+            db.execute(f"PRAGMA wal_autocheckpoint={pages}")
+            self._checkpoint_pages = pages
 
     def _save_counts(self, db: sqlite3.Connection | None = None) -> None:
         """Store the totals as the file will hold them after this commit, for `archiver status`."""
