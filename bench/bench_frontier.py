@@ -15,6 +15,7 @@ each other on disk).
     python -m bench.bench_frontier                 # 10,000 and 100,000 URLs, sqlite and memory
     python -m bench.bench_frontier --sizes 1000000 --kinds sqlite
     python -m bench.bench_frontier --sizes 10000 1000000 --hosts 10000   # queues of 10,000 hosts
+    python -m bench.bench_frontier --sizes 10000 1000000 --hosts 10000 --kinds sqlite --repeat 3
 
 `--hosts N` spreads the URLs over N hosts (URL n is on host n mod N), so `get` goes through
 the schedule of hosts: the cost per URL should not grow with the crawl (no politeness here,
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -115,6 +118,15 @@ def child(kind: str, size: int, hosts: int, links: str) -> None:
     )
 
 
+def median_run(results: list[dict[str, float]]) -> dict[str, float]:
+    """Each timing's median over the runs; the largest peak RSS."""
+    return {
+        "us_per_page": statistics.median(r["us_per_page"] for r in results),
+        "cpu_us_per_page": statistics.median(r["cpu_us_per_page"] for r in results),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -129,14 +141,22 @@ def main() -> None:
         help="site: most links within the page's host, navigation on every page (default);"
         " uniform: every link to any page of the crawl",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each size and kind, in rounds; the ratios use each one's median (default 1)."
+        " A run of 10,000 URLs lasts about a second, so one run of it moves the ratio by the"
+        " noise of that second",
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], int(args.child[1]), args.hosts, args.links)
         return
-    results = []
-    for size in args.sizes:
-        for kind in args.kinds:
+    runs: dict[tuple[str, int], list[dict[str, float]]] = {}
+    for round_number in range(1, max(1, args.repeat) + 1):
+        for size, kind in itertools.product(args.sizes, args.kinds):
             out = subprocess.run(
                 [
                     sys.executable,
@@ -155,9 +175,10 @@ def main() -> None:
                 text=True,
             ).stdout
             result = json.loads(out)
-            results.append(result)
+            runs.setdefault((kind, size), []).append(result)
             print(
-                f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page"
+                (f"run {round_number}: " if args.repeat > 1 else "")
+                + f"{kind:6} {size:>9,} URLs: {result['us_per_page']:7.1f} us/page"
                 f" ({result['cpu_us_per_page']:.1f} us of CPU),"
                 f" peak RSS {result['peak_rss_mb']:6.1f} MB"
                 + (
@@ -168,7 +189,14 @@ def main() -> None:
                 ),
                 flush=True,
             )
-    by = {(r["kind"], r["urls"]): r for r in results}
+    by = {key: median_run(results) for key, results in runs.items()}
+    if args.repeat > 1:
+        for (kind, size), result in by.items():
+            print(
+                f"median of {len(runs[(kind, size)])}: {kind:6} {size:>9,} URLs:"
+                f" {result['us_per_page']:7.1f} us/page ({result['cpu_us_per_page']:.1f} us of CPU),"
+                f" peak RSS {result['peak_rss_mb']:6.1f} MB (the largest)"
+            )
     for size in args.sizes:
         if ("memory", size) in by and ("sqlite", size) in by:
             ratio = by[("sqlite", size)]["us_per_page"] / by[("memory", size)]["us_per_page"]

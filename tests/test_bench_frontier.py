@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -39,3 +42,26 @@ def test_a_site_links_mostly_within_its_host_and_repeats_its_navigation(model: N
         len({t for t in bench_frontier.targets(n, size) if t % 100 == 42} & navigation) == 8
         for n in range(42, size, 100)
     )
+
+
+def test_repeated_runs_are_summed_up_by_their_medians() -> None:
+    runs = [
+        {"us_per_page": 70.0, "cpu_us_per_page": 69.0, "peak_rss_mb": 34.0},
+        {"us_per_page": 90.0, "cpu_us_per_page": 60.0, "peak_rss_mb": 36.0},
+        {"us_per_page": 75.0, "cpu_us_per_page": 65.0, "peak_rss_mb": 35.0},
+    ]
+    assert bench_frontier.median_run(runs) == {
+        "us_per_page": 75.0,
+        "cpu_us_per_page": 65.0,
+        "peak_rss_mb": 36.0,
+    }
+
+
+def test_repeat_runs_each_size_in_rounds_and_reports_the_medians() -> None:
+    command = [sys.executable, "-m", "bench.bench_frontier", "--sizes", "300", "600", "--kinds", "sqlite"]
+    out = subprocess.run([*command, "--repeat", "2"], capture_output=True, text=True, timeout=120, check=True)
+    lines = out.stdout.splitlines()
+    runs = [match.groups() for line in lines if (match := re.match(r"run (\d+): sqlite +(\d+) URLs", line))]
+    assert runs == [("1", "300"), ("1", "600"), ("2", "300"), ("2", "600")]
+    assert sum(line.startswith("median of 2: sqlite") for line in lines) == 2
+    assert any(line.startswith("sqlite cost per URL 600 vs 300 URLs") for line in lines)
