@@ -6,11 +6,14 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from archiver.frontier import MemoryFrontier
 from bench import bench_frontier
+
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -59,7 +62,9 @@ def test_repeated_runs_are_summed_up_by_their_medians() -> None:
 
 def test_repeat_runs_each_size_in_rounds_and_reports_the_medians() -> None:
     command = [sys.executable, "-m", "bench.bench_frontier", "--sizes", "300", "600", "--kinds", "sqlite"]
-    out = subprocess.run([*command, "--repeat", "2"], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [*command, "--repeat", "2"], capture_output=True, text=True, timeout=120, check=True, cwd=REPOSITORY
+    )
     lines = out.stdout.splitlines()
     runs = [match.groups() for line in lines if (match := re.match(r"run (\d+): sqlite +(\d+) URLs", line))]
     assert runs == [("1", "300"), ("1", "600"), ("2", "300"), ("2", "600")]
