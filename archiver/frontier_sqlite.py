@@ -68,16 +68,16 @@ head waits for every other host's turn; 8 heads for each of 10,000 hosts held 80
 in memory and as many rows in flight, rows visited again long after their page had left
 SQLite's cache."""
 CHECKPOINT_PAGES = 16_384
-"""WAL pages (64 MB) after which a commit copies them into the database file, at least (SQLite's
-default is 1,000); as many pages as the database holds when that is more, so the WAL never
-outgrows the database it logs (a crawl's state and WAL take at most twice the state's size
-plus 64 MB).  Each checkpoint reads every page from the WAL, writes it to the database and
-fsyncs, on the event loop.  A page changed again and again (a host's queue, the seen keys of a
-host, the totals) is copied once per checkpoint however often it was logged, and a crawl of many
-hosts changes each host's pages once per round of the hosts: the longer the WAL, the more of a
-round one checkpoint covers.  At a million URLs over 10,000 hosts, us a page (bench/README.md):
-1,000 pages 125-129, 16,384 pages 117-119, and in another hour 16,384 pages 110 against 105-107
-for as many as the database (75,000 pages at the end)."""
+"""WAL pages (64 MB) after which a commit copies them into the database file (SQLite's default is
+1,000), or as many pages as the database holds when that is more: the WAL never outgrows the
+database it logs, so a crawl's state and WAL take at most twice the state's size, or the state
+plus 64 MB.  Each checkpoint reads every logged page back, writes it into the database and
+fsyncs, on the event loop.  A page changed by many commits (a host's queue, its seen keys, the
+totals) is copied once per checkpoint, and a crawl of many hosts changes each host's pages once
+per round of the hosts: the longer the WAL, the more of a round one checkpoint covers.  At a
+million URLs over 10,000 hosts, us a page (bench/README.md): 1,000 pages 125-129, 16,384 pages
+117-119; in another hour 16,384 pages 110 against 105-107 with the database's size (75,000
+pages at the end)."""
 CHECKPOINT_GROWTH = 1.25
 """The threshold follows the database once it outgrows the last setting by this much."""
 PAGE_CACHE_KIB = 8_192

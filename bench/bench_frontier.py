@@ -151,11 +151,13 @@ def main() -> None:
     )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, not {args.repeat}")
     if args.child:
         child(args.child[0], int(args.child[1]), args.hosts, args.links)
         return
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
-    for round_number in range(1, max(1, args.repeat) + 1):
+    for round_number in range(1, args.repeat + 1):
         for size, kind in itertools.product(args.sizes, args.kinds):
             out = subprocess.run(
                 [
