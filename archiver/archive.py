@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArchiveError, ConfigError, UsageError
+from .layout import CONFIG_NAME
 
 if TYPE_CHECKING:
     from .config import Config
-
-CONFIG_NAME = "crawl.toml"
 
 
 def dump_toml(tables: dict[str, Any]) -> str:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ArchiveError, UsageError
+from .layout import CONTROL_NAME
 
-CONTROL_NAME = "control.jsonl"
 POLL_SECONDS = 0.25
 ANSWER_TIMEOUT = 10.0
 _MAX_LINE = 64 * 1024

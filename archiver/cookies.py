@@ -15,9 +15,6 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-COOKIES_NAME = "cookies.json"
-"""The crawl's cookie jar inside the archive (aiohttp's JSON format, readable by its owner only)."""
-
 _HTTP_ONLY = "#HttpOnly_"
 _FIELDS = "domain, subdomains, path, secure, expires, name, value"
 _MAX_FILE = 16 * 1024 * 1024

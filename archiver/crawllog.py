@@ -11,10 +11,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
+from .layout import CRAWL_LOG_NAME, REPORT_NAME
 from .model import Crawl
-
-LOG_NAME = "crawl-log.jsonl"
-REPORT_NAME = "report.json"
 
 
 @dataclass(slots=True)
@@ -54,7 +52,7 @@ class CrawlLog:
     """
 
     def __init__(self, archive: Path) -> None:
-        self.path = archive / LOG_NAME
+        self.path = archive / CRAWL_LOG_NAME
         self._file: IO[str] | None = None
 
     def open(self) -> None:

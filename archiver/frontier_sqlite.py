@@ -39,7 +39,6 @@ from .model import Counts, LinkKind
 from .politeness import HostLimiter
 from .schedule import HostSchedule
 from .sqlchunks import in_chunks
-from .state import STATE_NAME as STATE_NAME
 from .state import connect
 from .state import read_counts as read_counts
 from .urls import site_of

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-HISTORY_NAME = "crawls.jsonl"
-REPORT_NAME = "report.json"
+from .layout import HISTORY_NAME, REPORT_NAME, WARC_FOLDER
+
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 """A history is a few lines per crawl; anything larger is not one of ours."""
 
@@ -137,7 +137,7 @@ def _earlier_crawl(archive: Path) -> tuple[datetime, datetime | None, bool] | No
             return started, finished, bool(report.get("complete", not report.get("interrupted")))
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
-    warc = archive / "warc"
+    warc = archive / WARC_FOLDER
     moments = [p.stat().st_mtime for p in warc.iterdir()] if warc.is_dir() else []
     if not moments:
         return None

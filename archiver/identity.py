@@ -26,9 +26,10 @@ from urllib.parse import urlsplit
 from yarl import URL
 
 from .config import Config
-from .cookies import COOKIES_NAME, Cookie, read_cookies_file
+from .cookies import Cookie, read_cookies_file
 from .credentials import SiteCredentials
 from .fetcher import new_cookie_jar
+from .layout import COOKIES_NAME
 
 if TYPE_CHECKING:
     from aiohttp import CookieJar

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from .errors import ArchiveError, ArchiveLockedError, is_read_only
+from .layout import LOCK_NAME
 
-LOCK_NAME = "crawl.lock"
 _RETRY_SECONDS = 0.5
 """A status probe holds the lock for microseconds: a starting crawl waits this long for it."""
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pluggy
 
-from .archive import CONFIG_NAME, dump_toml, require_archive
-from .crawllog import LOG_NAME, REPORT_NAME
+from .archive import dump_toml, require_archive
 from .errors import ArchiveError, UsageError
+from .layout import CONFIG_NAME, CRAWL_LOG_NAME, REPORT_NAME, WARC_FOLDER
 from .lock import ArchiveLock, is_locked, read_holder
 from .manager import Hooks, make_plugin_manager
 
@@ -54,7 +54,7 @@ def merge_archives(
     result = MergeResult(archive, list(sources))
     resolved = archive.resolve()
     for source in sources:
-        if require_archive(source, also=("warc",)).resolve() == resolved:
+        if require_archive(source, also=(WARC_FOLDER,)).resolve() == resolved:
             raise UsageError(f"{source} is the output: give another folder to -o")
         if is_locked(source):
             holder = read_holder(source)
@@ -84,13 +84,13 @@ def _write_shared_files(archive: Path, sources: Sequence[Path]) -> None:
         crawl["output"] = str(archive)
         crawl["frontier"] = "memory"  # the merged archive is finished: no frontier to resume
         (archive / CONFIG_NAME).write_text(dump_toml(tables), encoding="utf-8")
-    with (archive / (LOG_NAME + ".tmp")).open("wb") as out:
+    with (archive / (CRAWL_LOG_NAME + ".tmp")).open("wb") as out:
         for source in sources:
-            log_path = source / LOG_NAME
+            log_path = source / CRAWL_LOG_NAME
             if log_path.is_file():
                 with log_path.open("rb") as handle:
                     shutil.copyfileobj(handle, out)
-    os.replace(archive / (LOG_NAME + ".tmp"), archive / LOG_NAME)
+    os.replace(archive / (CRAWL_LOG_NAME + ".tmp"), archive / CRAWL_LOG_NAME)
     report = _merge_reports(archive, sources)
     (archive / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .archive import CONFIG_NAME, saved_config
+from .archive import saved_config
 from .config import Config, load_config
 from .errors import ArchiveError, ArchiveLockedError, UsageError
 from .history import Mode, interrupted_update
-from .state import STATE_NAME
+from .layout import CONFIG_NAME, STATE_NAME
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
 from .urls import clean_url
 

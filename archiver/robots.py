@@ -31,6 +31,7 @@ from protego import Protego
 
 from .config import Config
 from .errors import FetchError
+from .layout import ROBOTS_LOG_NAME
 from .model import Page
 from .politeness import HostLimiter, retry_after_seconds
 from .urls import clean_url, rule_readings
@@ -41,7 +42,6 @@ ROBOTS_MAX_SIZE = 500 * 1024
 """Bytes of robots.txt read and parsed (Google's limit: the rest is ignored)."""
 
 ROBOTS_MAX_REDIRECTS = 5
-ROBOTS_LOG_NAME = "robots.jsonl"
 
 FetchOne = Callable[[str], Awaitable[Page]]
 OnFetched = Callable[[Page], Awaitable[None]]

@@ -31,10 +31,10 @@ from .errors import ArchiveError, ArchiverError, ConfigError, UsageError, exhaus
 from .frontier import Frontier, MemoryFrontier
 from .frontier_sqlite import SqliteFrontier
 from .history import Mode
+from .layout import CRAWL_LOG_NAME, REPORT_NAME, STATE_NAME
 from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
-from .state import STATE_NAME
 from .status import LIMIT_NAMES, stop_words
 from .terminal import echo
 from .units import plural, size
@@ -234,5 +234,5 @@ def human_summary(report: dict[str, Any]) -> str:
         caught = ", ".join(f"{name} caught up {plural(n, 'page')}" for name, n in after["caught_up"].items())
         total = report["wall_seconds"] + after["seconds"]
         lines.append(f"Then {caught} in {after['seconds']:.1f} s ({total:.1f} s in all).")
-    lines.append(f"Archive: {report['archive']} (report.json, crawl-log.jsonl).")
+    lines.append(f"Archive: {report['archive']} ({REPORT_NAME}, {CRAWL_LOG_NAME}).")
     return "\n".join(lines)

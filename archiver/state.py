@@ -12,8 +12,6 @@ from pathlib import Path
 from .errors import ArchiveError
 from .model import Counts
 
-STATE_NAME = "state.sqlite"
-
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """A connection with the settings every user of `state.sqlite` needs."""

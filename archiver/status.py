@@ -15,13 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .archive import CONFIG_NAME
-from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
-from .lock import LOCK_NAME, Holder, is_locked, read_holder
+from .layout import CONFIG_NAME, CRAWL_FOLDERS, CRAWL_LOG_NAME, LOCK_NAME, REPORT_NAME, STATE_NAME
+from .lock import Holder, is_locked, read_holder
 from .model import Counts
 from .queue_view import SAMPLE, QueueView, queue_view, trap_findings, view_lines
-from .state import STATE_NAME, describe_hosts, read_counts, read_host_counts, read_queued
+from .state import describe_hosts, read_counts, read_host_counts, read_queued
 
 NEW, RUNNING, COMPLETE, RESUMABLE, NOT_RESUMABLE = "new", "running", "complete", "resumable", "not resumable"
 
@@ -135,7 +134,7 @@ def imported_status(archive: Path) -> ArchiveStatus | None:
     """The status of a folder that `reindex --warc -o ARCHIVE` filled with other tools' WARC
     files: search, serve and export read it, so `status` says what it is rather than calling it
     no archive (`crawl` still refuses it: `archive_status` does)."""
-    if (archive / CONFIG_NAME).is_file() or not any((archive / name).is_dir() for name in ("warc", "index")):
+    if (archive / CONFIG_NAME).is_file() or not any((archive / name).is_dir() for name in CRAWL_FOLDERS):
         return None
     headline = f"{archive}: no crawl; WARC files indexed by `archiver reindex --warc`"
     return ArchiveStatus(archive, NEW, frontier="none", headline=headline)
@@ -204,5 +203,5 @@ def with_queue(status: ArchiveStatus) -> ArchiveStatus:
         left = status.counts.queued + status.counts.in_flight
         urls = read_queued(status.archive / STATE_NAME, SAMPLE) if left else []
         status.queue = queue_view(urls)
-        status.queue.traps = trap_findings(status.archive / LOG_NAME)
+        status.queue.traps = trap_findings(status.archive / CRAWL_LOG_NAME)
     return status

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .config import Config, load_config
+from .layout import REPORT_NAME
 from .model import Crawl, Headers, Page
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ def make_page(
 
 def read_report(archive: Path) -> dict[str, Any]:
     """The ``report.json`` a crawl wrote into `archive`: totals, statuses, plugin counters."""
-    report: dict[str, Any] = json.loads((archive / "report.json").read_text(encoding="utf-8"))
+    report: dict[str, Any] = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
     return report
 
 

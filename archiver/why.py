@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import FetchError
+from .layout import CRAWL_LOG_NAME
 from .model import LinkKind, Page
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def find_in_log(archive: Path, url: str) -> dict[str, Any] | None:
     """The last crawl-log record for `url` (compared by canonical form)."""
     from .urls import canonical_key
 
-    path = archive / "crawl-log.jsonl"
+    path = archive / CRAWL_LOG_NAME
     if not path.is_file():
         return None
     key = canonical_key(url)

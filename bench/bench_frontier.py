@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 
 from archiver.frontier import Frontier, Item, MemoryFrontier
-from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
+from archiver.frontier_sqlite import SqliteFrontier
+from archiver.layout import STATE_NAME
 
 LINKS_PER_PAGE = 20
 NAVIGATION = 8

@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from archiver import Link, LinkKind, hookimpl
-from archiver.settings import setting
+from archiver.api import Link, LinkKind, hookimpl, setting
 
 if TYPE_CHECKING:
-    from archiver import Crawl, Page
-    from archiver.config import Config
+    from archiver.api import Config, Crawl, Page
 
 __all__ = ["SitemapSettings", "configure", "extract_links", "gunzip", "robots_sitemaps", "sitemap_urls"]
 

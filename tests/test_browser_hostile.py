@@ -16,7 +16,7 @@ from browser import chromium_path
 from mirror_site import png
 from warcio.archiveiterator import ArchiveIterator
 
-from archiver.crawllog import LOG_NAME
+from archiver.layout import CRAWL_LOG_NAME
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl
 from archiver.runner import run_crawl
@@ -45,7 +45,7 @@ def archived_uris(archive: Path) -> list[str]:
 
 
 def log_lines(archive: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (archive / LOG_NAME).read_text().splitlines()]
+    return [json.loads(line) for line in (archive / CRAWL_LOG_NAME).read_text().splitlines()]
 
 
 async def test_requisites_the_browser_asked_for_are_all_fetched_after_the_render_ends(

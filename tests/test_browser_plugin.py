@@ -25,7 +25,7 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import ConfigError
 from archiver.cli import main
 from archiver.config import Config
-from archiver.crawllog import LOG_NAME
+from archiver.layout import CRAWL_LOG_NAME
 from archiver.manager import Hooks, make_plugin_manager
 from archiver.model import Crawl
 from archiver.runner import run_crawl
@@ -60,7 +60,7 @@ def records(archive: Path) -> list[tuple[str, str, str, bytes]]:
 
 
 def log_lines(archive: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (archive / LOG_NAME).read_text().splitlines()]
+    return [json.loads(line) for line in (archive / CRAWL_LOG_NAME).read_text().splitlines()]
 
 
 async def test_browser_archives_what_scripts_build_and_it_replays(site: Site, tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from changing_site import FIRST, SECOND, add_not_modified_crawl, crawl, crawl_tw
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.cli import main
-from archiver.history import HISTORY_NAME, read_history
+from archiver.history import read_history
+from archiver.layout import HISTORY_NAME
 from archiver.testing import Site
 
 KINDS = ("added", "changed", "unchanged", "removed", "unreached")

@@ -10,7 +10,8 @@ from changing_site import crawl_twice
 from click.testing import CliRunner
 
 from archiver.commands.status import status_command
-from archiver.history import HISTORY_NAME, read_history, record_start
+from archiver.history import read_history, record_start
+from archiver.layout import HISTORY_NAME
 from archiver.testing import Site
 
 

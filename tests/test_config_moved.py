@@ -22,7 +22,7 @@ from archiver_plugins.redis.settings import RedisSettings
 from archiver.archive import dump_toml
 from archiver.config import load_config
 from archiver.errors import ConfigError
-from archiver.frontier_sqlite import STATE_NAME
+from archiver.layout import STATE_NAME
 from archiver.status import archive_status
 from archiver.testing import CrawlFn, Site
 

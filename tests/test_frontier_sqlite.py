@@ -16,8 +16,9 @@ from archiver import frontier_sqlite
 from archiver.config import Config
 from archiver.errors import ConfigError
 from archiver.frontier import Item, MemoryFrontier
-from archiver.frontier_sqlite import LEASED_AT_MOST, STATE_NAME, SqliteFrontier, read_counts
+from archiver.frontier_sqlite import LEASED_AT_MOST, SqliteFrontier, read_counts
 from archiver.hookspecs import hookimpl
+from archiver.layout import STATE_NAME
 from archiver.model import LinkKind
 from archiver.runner import make_frontier
 from archiver.testing import CrawlFn, Site

@@ -7,13 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from archiver.cli import main
-from archiver.history import (
-    HISTORY_NAME,
-    read_history,
-    record_finish,
-    record_resume,
-    record_start,
-)
+from archiver.history import read_history, record_finish, record_resume, record_start
+from archiver.layout import HISTORY_NAME
 from archiver.testing import Site
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -22,7 +22,7 @@ from archiver_plugins.index.store import Capture, open_index, spool_path
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import load_config
-from archiver.frontier_sqlite import STATE_NAME
+from archiver.layout import STATE_NAME
 from archiver.model import Crawl, Page
 from archiver.status import archive_status
 from archiver.testing import CrawlFn, Site, make_page

@@ -19,7 +19,8 @@ from test_index_segments import documents
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.robots import ALLOW_ALL, ROBOTS_LOG_NAME, ROBOTS_MAX_SIZE, RULES, origin_of, saved_robots
+from archiver.layout import ROBOTS_LOG_NAME
+from archiver.robots import ALLOW_ALL, ROBOTS_MAX_SIZE, RULES, origin_of, saved_robots
 from archiver.testing import CrawlFn, Site
 from archiver.why import find_in_log
 

@@ -20,8 +20,9 @@ from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.errors import ArchiveLockedError
-from archiver.frontier_sqlite import STATE_NAME, read_counts
+from archiver.frontier_sqlite import read_counts
 from archiver.hookspecs import hookimpl
+from archiver.layout import STATE_NAME
 from archiver.lock import ArchiveLock, read_holder
 from archiver.manager import make_plugin_manager
 from archiver.model import Crawl, Page

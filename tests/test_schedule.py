@@ -23,7 +23,8 @@ from test_resume import FAST, PLUGINS, captures, rewind, run_cli, start_cli
 
 from archiver.config import load_config
 from archiver.frontier import Frontier, Item, MemoryFrontier
-from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier, read_counts
+from archiver.frontier_sqlite import SqliteFrontier, read_counts
+from archiver.layout import STATE_NAME
 from archiver.model import LinkKind
 from archiver.politeness import HostLimiter
 from archiver.status import archive_status, describe

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from archiver.commands.status import status_command
 from archiver.errors import ArchiverError
 from archiver.frontier import Item
-from archiver.frontier_sqlite import STATE_NAME, SqliteFrontier
-from archiver.lock import LOCK_NAME
+from archiver.frontier_sqlite import SqliteFrontier
+from archiver.layout import LOCK_NAME, STATE_NAME
 from archiver.status import archive_status
 from archiver.testing import CrawlFn, Site
 

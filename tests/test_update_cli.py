@@ -11,7 +11,8 @@ from pathlib import Path
 from aiohttp import web
 from test_resume import FAST, PLUGINS, captures, run_cli, start_cli
 
-from archiver.history import HISTORY_NAME, read_history
+from archiver.history import read_history
+from archiver.layout import HISTORY_NAME
 from archiver.runner import human_summary
 from archiver.status import archive_status
 from archiver.testing import Handler, Site

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from archiver_plugins.warc.dedup import DB_NAME
 from warcio.archiveiterator import ArchiveIterator
 
+from archiver.api import DEDUP_NAME
 from archiver.testing import CrawlFn, Site
 
 
@@ -36,7 +36,7 @@ async def test_resume_skips_a_garbage_cdxj_line_and_names_it(
     lines = cdxj.read_text().splitlines()
     lines.insert(1, "garbage {not json")
     cdxj.write_text("\n".join(lines) + "\n")
-    (archive / DB_NAME).unlink()  # a table that does not know the file reads its CDXJ
+    (archive / DEDUP_NAME).unlink()  # a table that does not know the file reads its CDXJ
     with caplog.at_level(logging.WARNING):
         # /b, left out by max_pages, is now a root: its payload is /a's
         resumed = await crawl_archive([site.url("/"), site.url("/b")], max_pages=0, **options)

@@ -372,16 +372,18 @@ async def test_identical_payloads_written_at_once_become_one_response(tmp_path: 
 
 
 async def test_dedup_table_on_disk_follows_the_warc_files(tmp_path: Path) -> None:
-    from archiver_plugins.warc.dedup import DB_NAME, DedupTable
+    from archiver_plugins.warc.dedup import DedupTable
+
+    from archiver.api import DEDUP_NAME
 
     await write(tmp_path, [page("a", body=b"first")])
-    table = DedupTable(tmp_path / DB_NAME)
+    table = DedupTable(tmp_path / DEDUP_NAME)
     assert table.sync(tmp_path / "warc") == 0  # the run recorded its file: nothing to read again
     found = table.get(sha1(b"first"))
     assert found is not None and found.url == ROOT + "a" and found.record_id
     table.close()
     # an archive from before the table (or merged into): its CDXJ is read once
-    (tmp_path / DB_NAME).unlink()
+    (tmp_path / DEDUP_NAME).unlink()
     _, files = await write(tmp_path, [page("b", body=b"first")])
     assert len(files) == 2
     newest = files[-1]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import ArchiveError, UsageError
+from ..layout import CONFIG_NAME
 from ..terminal import echo
 from . import json_option
 
@@ -37,8 +38,8 @@ def control_command(archive: Path, verb: str, args: tuple[str, ...], as_json: bo
     from ..status import RUNNING, archive_status
 
     check(verb, args)
-    if not (archive / "crawl.toml").is_file():
-        raise UsageError(f"{archive} is not an archive (no crawl.toml)")
+    if not (archive / CONFIG_NAME).is_file():
+        raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
     if archive_status(archive).state != RUNNING:
         raise ArchiveError(f"no crawl is running in {archive}: start or resume it with archiver crawl")
     answer = send(archive, verb, args)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pluggy
 
+from ..layout import CRAWL_FOLDERS
 from ..terminal import echo
 from . import json_option
 
@@ -28,7 +29,7 @@ def status_command(pm: pluggy.PluginManager | None, archive: Path, as_json: bool
     from ..manager import Hooks, make_plugin_manager
     from ..status import RUNNING, archive_status, describe, imported_status, with_queue
 
-    folder = require_archive(archive, also=("warc", "index"))
+    folder = require_archive(archive, also=CRAWL_FOLDERS)
     status = (imported_status(folder) if folder.is_dir() else None) or with_queue(archive_status(folder))
     status.plugins = Hooks(pm or make_plugin_manager()).archive_status(archive, status)
     runs = read_history(archive) if archive.is_dir() else []

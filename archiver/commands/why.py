@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
+from ..layout import CONFIG_NAME
 from ..model import LinkKind
 from ..terminal import echo
 from . import json_option
@@ -34,9 +35,9 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: 
     from ..robots import agent_token, saved_robots
     from ..why import explain, find_in_log, render
 
-    config_path = archive / "crawl.toml"
+    config_path = archive / CONFIG_NAME
     if not config_path.is_file():
-        raise UsageError(f"{archive} is not an archive (no crawl.toml)")
+        raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
     config = load_config(config_path)
     robots = saved_robots(archive, agent_token(config.user_agent)) if config.robots else None
     results = []

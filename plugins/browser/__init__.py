@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 import click
 import pluggy
 
-from archiver.api import add_crawl_option
-from archiver.errors import ConfigError
-from archiver.hookspecs import hookimpl
+from archiver.api import ConfigError, add_crawl_option, hookimpl
 
 if TYPE_CHECKING:
-    from archiver.config import Config
+    from archiver.api import Config
 
     from .settings import BrowserSettings
 

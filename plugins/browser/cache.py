@@ -10,8 +10,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-from archiver.model import Headers
-from archiver.urls import canonical_key
+from archiver.api import Headers, canonical_key
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,7 @@ from urllib.parse import urljoin
 
 import pluggy
 
-from archiver.errors import FetchError
-from archiver.hookspecs import FetchRequisite, hookimpl
-from archiver.manager import Hooks
-from archiver.model import Crawl, Link, LinkKind, Page, find_header
+from archiver.api import Crawl, FetchError, FetchRequisite, Hooks, Link, LinkKind, Page, find_header, hookimpl
 
 from .cache import Answer, ResponseCache
 from .render import Browser, PageSession, Rendering, ResolverRefused
@@ -167,6 +164,6 @@ class BrowserCapture:
 async def _decoded(page: Page, crawl: Crawl) -> bytes:
     """A stored body with its Content-Encoding undone, as the browser must be given it
     (in a thread: inflating up to max_decoded_size must not hold the event loop)."""
-    from archiver.decode import decode_stored
+    from archiver.api import decode_stored
 
     return (await decode_stored(page, crawl.config)).content

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urldefrag
 
-from archiver.model import SharedIdentity
+from archiver.api import SharedIdentity
 
 from .cache import Answer
 from .memory import POLL_SECONDS, MemoryWatchdog, js_flags

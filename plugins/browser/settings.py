@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from archiver.settings import patterns_problem, setting
+from archiver.api import patterns_problem, setting
 
 
 def _positive(seconds: float) -> str | None:

@@ -12,15 +12,13 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.hookspecs import hookimpl
-from archiver.stash import StashKey
+from archiver.api import StashKey, hookimpl
 
 if TYPE_CHECKING:
     import click
     import pluggy
 
-    from archiver.config import Config
-    from archiver.model import Crawl, Link, Page
+    from archiver.api import Config, Crawl, Link, Page
 
     from .feeder import IndexFeeder
     from .settings import IndexSettings
@@ -34,7 +32,7 @@ FEEDER_KEY: StashKey[IndexFeeder] = StashKey()
 
 def parse_options(table: Mapping[str, Any]) -> IndexSettings:
     """`[plugins.index]` checked; a typo or a bad value names the key."""
-    from archiver.settings import parse_settings
+    from archiver.api import parse_settings
 
     from .settings import IndexSettings
 

@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from archiver.api import json_option, plural
-from archiver.archive import require_archive
-from archiver.errors import ArchiveError, UsageError
-from archiver.terminal import echo, printable
+from archiver.api import ArchiveError, UsageError, echo, json_option, plural, printable, require_archive
 
 if TYPE_CHECKING:
     from .search import SearchResults

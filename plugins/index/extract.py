@@ -16,7 +16,7 @@ from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
 if TYPE_CHECKING:
-    from archiver.model import Page
+    from archiver.api import Page
 
 INDEXED_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})

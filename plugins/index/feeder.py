@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from archiver.errors import ArchiveError, exhausted
+from archiver.api import ArchiveError, exhausted
 
 from .lines import RecordLines, Stored
 from .settings import IndexSettings

@@ -19,7 +19,7 @@ from typing import Any
 
 from whoosh.writing import NO_MERGE
 
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError
 
 from .parallel import commit_segments
 from .store import DAMAGE_ERRORS, WriterLock, create_index, open_index, whoosh_dir

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from archiver.errors import ArchiverError
+from archiver.api import ArchiverError
 
 from ..warc.capture import Capture
 from ..warc.cdxj import cdxj_path_for

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveError, ArchiveLockedError
+from archiver.api import ArchiveError, ArchiveLockedError
 
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .reindex import MAX_CONTENT, media_type

@@ -22,8 +22,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from archiver.decode import decode_content
-from archiver.errors import ArchiveError, UsageError, check_writable
+from archiver.api import ArchiveError, UsageError, check_writable, decode_content
 
 from ..warc.digests import digest_key
 from ..warc.members import (

@@ -40,8 +40,7 @@ from whoosh.qparser import (
 )
 from whoosh.searching import ResultsPage, TimeLimit
 
-from archiver.api import plural
-from archiver.errors import ArchiveError, ArchiverError
+from archiver.api import ArchiveError, ArchiverError, plural
 
 from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
 from .spool import pending_in

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from archiver.settings import setting
+from archiver.api import setting
 
 MAX_PROCESSES = 256
 

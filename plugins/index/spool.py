@@ -26,8 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.errors import ArchiverError
-from archiver.sqlchunks import in_chunks
+from archiver.api import ArchiverError, in_chunks
 
 from .store import Capture, RecordRef
 

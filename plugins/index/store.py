@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import FileStorage
 
-from archiver.errors import ArchiveError, ArchiveLockedError
+from archiver.api import ArchiveError, ArchiveLockedError
 
 from .extract import extract
 from .mapped import MappedStorage

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveLockedError, exhausted
+from archiver.api import ArchiveLockedError, exhausted
 
 from .segment import SegmentBuilder
 from .spool import Spool

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archiver import Link, LinkKind
+from archiver.api import Link, LinkKind
 
 from .resolve import Resolver
 

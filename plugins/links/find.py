@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archiver.api import Link
-from archiver.model import HTML_TYPES, XML_TYPES
+from archiver.api import HTML_TYPES, XML_TYPES, Link
 
 from .collector import LinkCollector
 from .nesting import exceeds_budget

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from archiver import LinkKind
+from archiver.api import LinkKind
 
 PAGE = LinkKind.PAGE
 REQUISITE = LinkKind.REQUISITE

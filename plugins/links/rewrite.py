@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
-from archiver import LinkKind
+from archiver.api import LinkKind
 
 from .grammar import CSS, ELEMENTS, REFRESH, SRCSET, css_references, refresh_span, slots, srcset_spans
 from .markup import Attribute, Tag, scan_tags

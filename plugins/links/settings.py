@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archiver.settings import setting
+from archiver.api import setting
 
 
 @dataclass(frozen=True)

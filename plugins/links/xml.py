@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 
-from archiver import LinkKind
+from archiver.api import LinkKind
 
 from .collector import LinkCollector
 

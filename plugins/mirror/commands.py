@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from archiver.api import json_option
-from archiver.terminal import echo, printable
+from archiver.api import WARC_FOLDER, echo, json_option, printable
 
 if TYPE_CHECKING:
     from .export import ExportResult
@@ -70,13 +69,13 @@ def add_commands(cli: click.Group) -> None:
         packs the WARC files, index and page list as a WACZ for ReplayWeb.page/pywb.
         Links that could not be made local are listed in DIR/export-report.json.
         """
-        from archiver.archive import require_archive
+        from archiver.api import require_archive
 
         from ..warc.suffixes import STORED_NAMES
         from .export import ExportOptions, export_mirror
         from .plan import check_timestamp
 
-        require_archive(archive, also=("warc",), suffixes=STORED_NAMES)
+        require_archive(archive, also=(WARC_FOLDER,), suffixes=STORED_NAMES)
         options = ExportOptions(
             format=_format_for(output, fmt),
             timestamp=check_timestamp(timestamp) if timestamp else None,

@@ -16,8 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path as FsPath
 
-from archiver import __version__
-from archiver.errors import ArchiveError, UsageError
+from archiver.api import ArchiveError, UsageError, __version__
 
 from ..warc.reader import WarcArchive
 from .landing import SiteEntry, landing_page
@@ -34,7 +33,7 @@ __all__ = ["ExportOptions", "ExportResult", "export_mirror", "open_warcs"]
 
 log = logging.getLogger(__name__)
 
-REPORT_NAME = "export-report.json"
+EXPORT_REPORT_NAME = "export-report.json"
 LANDING_NAME = "index.html"
 FORMATS = ("dir", "zip", "wacz")
 DEFAULT_OPTIONS = ExportOptions()
@@ -157,16 +156,17 @@ def _write_extras(archive: FsPath, plan: Plan, sink: Sink, result: ExportResult)
     sites = _sites(plan, start_pages(archive, plan))
     title = f"Archive {archive.resolve().name}"
     page = landing_page(
-        title, sites, captured=captured, missing_links=missing.link_count, report_href=REPORT_NAME
+        title, sites, captured=captured, missing_links=missing.link_count, report_href=EXPORT_REPORT_NAME
     )
     sink.put((LANDING_NAME,), page, url="", source="landing", mtime=mtime_of(newest))
-    result.report_path = str(result.output / REPORT_NAME) if result.format == "dir" else REPORT_NAME
+    in_output = result.output / EXPORT_REPORT_NAME
+    result.report_path = str(in_output) if result.format == "dir" else EXPORT_REPORT_NAME
     report = result.to_json()
     for key in ("files", "written", "unchanged", "removed", "rendered", "bytes", "seconds"):
         report.pop(key, None)
     report["hosts"] = [{"folder": s.host, "files": s.files, "start": s.start_url} for s in sites]
     data = json.dumps(report, indent=1, ensure_ascii=False).encode("utf-8")
-    sink.put((REPORT_NAME,), data, url="", source="report", mtime=mtime_of(newest))
+    sink.put((EXPORT_REPORT_NAME,), data, url="", source="report", mtime=mtime_of(newest))
 
 
-__all__ += ["MANIFEST_NAME", "REPORT_NAME"]
+__all__ += ["EXPORT_REPORT_NAME", "MANIFEST_NAME"]

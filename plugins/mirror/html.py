@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from archiver import LinkKind
+from archiver.api import LinkKind
 
 from ..links import rewrite
 from ..links.markup import DISARMED, Tag, disarm_refreshes

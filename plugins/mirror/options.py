@@ -12,9 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path as FsPath
 from typing import Any
 
-from archiver.api import plural, size
-from archiver.archive import saved_config
-from archiver.errors import ArchiveError, ArchiverError, UsageError
+from archiver.api import ArchiveError, ArchiverError, UsageError, plural, saved_config, size
 
 from ..warc.reader import WarcArchive, open_archive
 from .plan import Plan, normalize

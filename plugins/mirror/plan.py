@@ -17,8 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
-from archiver.errors import ArchiveError, UsageError
-from archiver.urls import canonical_key
+from archiver.api import ArchiveError, UsageError, canonical_key
 
 from ..warc.reader import Capture, WarcArchive
 from ..warc.surt import surt

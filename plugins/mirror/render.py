@@ -11,7 +11,7 @@ import codecs
 import html
 import re
 
-from archiver.decode import choose_encoding, known_codec
+from archiver.api import choose_encoding, known_codec
 
 from ..links.snapshot import static_snapshot
 from ..warc.reader import StoredResponse

@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path as FsPath
 
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError
 
 from .names import TEMPORARY_PREFIX, MirrorPath
 

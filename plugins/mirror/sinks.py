@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path as FsPath
 from typing import Any, BinaryIO, Protocol
 
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError
 
 from .names import MirrorPath
 from .safedir import SafeDir

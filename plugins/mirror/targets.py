@@ -18,6 +18,8 @@ from urllib.parse import urldefrag, urljoin
 
 from w3lib.url import safe_url_string
 
+from archiver.api import CRAWL_LOG_NAME
+
 from .mapping import UNCHANGED, Mapped
 from .names import MirrorPath, relative_href
 from .plan import Plan, normalize
@@ -86,7 +88,7 @@ class MissingLinks:
 
 def crawl_log_reasons(archive: FsPath) -> dict[str, str]:
     """url -> why the crawl did not archive it, from ``crawl-log.jsonl`` (skips and errors)."""
-    path = archive / "crawl-log.jsonl"
+    path = archive / CRAWL_LOG_NAME
     reasons: dict[str, str] = {}
     try:
         handle = path.open("r", encoding="utf-8", errors="replace")

@@ -36,11 +36,14 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from archiver import __version__
-from archiver.archive import CONFIG_NAME, saved_config
-from archiver.credentials import unredacted_secrets
-from archiver.decode import choose_encoding
-from archiver.errors import ArchiveError
+from archiver.api import (
+    CONFIG_NAME,
+    ArchiveError,
+    __version__,
+    choose_encoding,
+    saved_config,
+    unredacted_secrets,
+)
 
 from ..warc.reader import Capture, WarcArchive
 from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages

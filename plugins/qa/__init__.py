@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.hookspecs import hookimpl
+from archiver.api import hookimpl
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -10,10 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.api import json_option
-from archiver.archive import require_archive
-from archiver.errors import UsageError
-from archiver.terminal import echo, setup_logging
+from archiver.api import QA_FOLDER, WARC_FOLDER, UsageError, echo, json_option, require_archive, setup_logging
 
 if TYPE_CHECKING:
     from .records import PageResult
@@ -75,8 +72,8 @@ def add_commands(cli: click.Group) -> None:
         something, 0 when every page is complete.
         """
         setup_logging(verbose, quiet or as_json)
-        require_archive(archive, also=("warc",))
-        if not (archive / "warc").is_dir():
+        require_archive(archive, also=(WARC_FOLDER,))
+        if not (archive / WARC_FOLDER).is_dir():
             raise UsageError(f"{archive} holds no WARC files: nothing to check")
         try:
             compiled = re.compile(pattern) if pattern else None
@@ -157,7 +154,7 @@ def report(archive: Path, run: int, summary: Summary, footer: bool = True, expor
             lines.extend(f"    outside the replay ({r.by} asked): {r.url}" for r in page.outside[:5])
             lines.extend(f"    note: {note}" for note in page.notes[:3])
     if footer and export is None:
-        lines.append(f"Results: {archive / 'qa'}; `archiver serve {archive}` shows them at /qa.")
+        lines.append(f"Results: {archive / QA_FOLDER}; `archiver serve {archive}` shows them at /qa.")
     return "\n".join(lines)
 
 

@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from archiver.errors import UsageError
-from archiver.urls import canonical_key
+from archiver.api import UsageError, canonical_key
 
 from ..mirror.sinks import MANIFEST_NAME
 from ..web.library import Library

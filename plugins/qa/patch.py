@@ -26,16 +26,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.archive import CONFIG_NAME, dump_toml
-from archiver.errors import ArchiveLockedError, UsageError
-from archiver.history import read_history
-from archiver.state import STATE_NAME
-from archiver.status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
+from archiver.api import (
+    COMPLETE,
+    CONFIG_NAME,
+    NEW,
+    NOT_RESUMABLE,
+    RESUMABLE,
+    RUNNING,
+    STATE_NAME,
+    ArchiveLockedError,
+    UsageError,
+    archive_status,
+    dump_toml,
+    read_history,
+)
 
 from .results import latest_results, qa_folder
 
-SAVED_CONFIG = "crawl.toml"
-"""The archive's own ``crawl.toml``, kept under ``qa/`` while a patch runs."""
 PATCH_CONFIG = "patch.toml"
 """The settings of the patch under way (its roots: the missing URLs), for its resume."""
 PATCHED = "patched.jsonl"
@@ -98,7 +105,7 @@ def record_patched(archive: Path, urls: Iterable[str]) -> None:
 
 def patch_config(archive: Path, urls: list[str], resume: bool) -> Any:
     """The configuration of the patch: saved in ``qa/patch.toml`` for a resume, read back from it."""
-    from archiver.config import load_config
+    from archiver.api import load_config
 
     saved = qa_folder(archive) / PATCH_CONFIG
     if resume:
@@ -113,7 +120,7 @@ def patch_config(archive: Path, urls: list[str], resume: bool) -> Any:
 
 def keep_config(archive: Path) -> None:
     """Put the archive's ``crawl.toml`` aside before a patch crawl writes its own there."""
-    kept = qa_folder(archive) / SAVED_CONFIG
+    kept = qa_folder(archive) / CONFIG_NAME
     if not kept.exists():
         temporary = kept.with_suffix(".tmp")
         shutil.copyfile(archive / CONFIG_NAME, temporary)
@@ -122,7 +129,7 @@ def keep_config(archive: Path) -> None:
 
 def restore_config(archive: Path) -> None:
     """Put the archive's own ``crawl.toml`` back (after a patch, or one that was killed)."""
-    kept = qa_folder(archive) / SAVED_CONFIG
+    kept = qa_folder(archive) / CONFIG_NAME
     if kept.is_file():
         os.replace(kept, archive / CONFIG_NAME)
 
@@ -151,6 +158,6 @@ def pages_lacking(archive: Path, urls: Iterable[str]) -> set[str]:
 
 def interrupted_words(archive: Path) -> str | None:
     """For `archiver status`: a patch that was killed leaves the archive's settings aside."""
-    if (qa_folder(archive) / SAVED_CONFIG).is_file() or (qa_folder(archive) / PATCH_CONFIG).is_file():
+    if (qa_folder(archive) / CONFIG_NAME).is_file() or (qa_folder(archive) / PATCH_CONFIG).is_file():
         return f"interrupted; run `archiver qa --patch {archive}` to finish it"
     return None

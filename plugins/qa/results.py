@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from archiver.api import QA_FOLDER
+
 from .records import PageResult
 
-QA_FOLDER = "qa"
 RUNS_NAME = "runs.jsonl"
 WORST_KEPT = 20
 MAX_HELD_KEPT = 10_000

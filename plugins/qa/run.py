@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from archiver.errors import ArchiveError, UsageError
+from archiver.api import ArchiveError, UsageError
 
 from ..web.library import Library
 from .checker import (

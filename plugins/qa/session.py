@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.errors import ConfigError
+from archiver.api import ConfigError
 
 from ..browser import INSTALL_PLAYWRIGHT, find_chromium
 from ..browser.settings import BrowserSettings
@@ -19,7 +19,7 @@ from .results import Summary
 from .run import Selection, check_archive
 
 if TYPE_CHECKING:
-    from archiver.model import Crawl
+    from archiver.api import Crawl
 
 
 @dataclass
@@ -98,8 +98,7 @@ class PatchInterrupted(Exception):
 
 
 def _crawl(config: Any, bar: bool) -> Crawl:
-    from archiver.api import ArchiverError, make_plugin_manager, run_crawl
-    from archiver.runner import loop_factory
+    from archiver.api import ArchiverError, loop_factory, make_plugin_manager, run_crawl
 
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     try:
@@ -110,7 +109,7 @@ def _crawl(config: Any, bar: bool) -> Crawl:
 
 
 def _patch_report(crawl: Crawl) -> dict[str, Any]:
-    from archiver.crawllog import build_report
+    from archiver.api import build_report
 
     report = build_report(crawl)
     return {

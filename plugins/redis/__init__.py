@@ -18,14 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.api import add_crawl_option
-from archiver.errors import ConfigError
-from archiver.hookspecs import hookimpl
+from archiver.api import ConfigError, add_crawl_option, hookimpl
 
 if TYPE_CHECKING:
-    from archiver.config import Config
-    from archiver.frontier import Frontier
-    from archiver.status import ArchiveStatus
+    from archiver.api import ArchiveStatus, Config, Frontier
 
 SCHEMES = ("redis://", "rediss://")
 INSTALL = "pip install 'site-archiver[redis]'"
@@ -48,7 +44,7 @@ def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
     """The configuration tables saved in `archive` when its crawl used a Redis frontier, else None."""
     import tomllib
 
-    from archiver.archive import CONFIG_NAME
+    from archiver.api import CONFIG_NAME
 
     try:
         with (archive / CONFIG_NAME).open("rb") as handle:

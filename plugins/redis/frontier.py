@@ -59,19 +59,25 @@ import redis.exceptions as redis_errors
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from archiver.archive import dump_toml
-from archiver.errors import ArchiveError, ConfigError, UsageError
-from archiver.frontier import Counts, Frontier, Item
-from archiver.model import LinkKind
-from archiver.politeness import DEFAULT_DELAY
-from archiver.urls import site_of
+from archiver.api import (
+    DEFAULT_DELAY,
+    ArchiveError,
+    ConfigError,
+    Counts,
+    Frontier,
+    Item,
+    LinkKind,
+    UsageError,
+    dump_toml,
+    site_of,
+)
 
 from .settings import NAME, RedisSettings
 
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
-    from archiver.config import Config
+    from archiver.api import Config
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from archiver.config import current_tables
-from archiver.settings import parse_settings, setting
+from archiver.api import CONFIG_NAME, current_tables, parse_settings, setting
 
 NAME = "redis"
 
@@ -26,7 +25,7 @@ class RedisSettings:
     """How long a worker may hold a URL without renewing it before others take it back."""
 
 
-def saved_settings(tables: Mapping[str, Any], source: str = "crawl.toml") -> RedisSettings:
+def saved_settings(tables: Mapping[str, Any], source: str = CONFIG_NAME) -> RedisSettings:
     """The settings in configuration tables as saved (crawl.toml, Redis), in either layout."""
     plugins = current_tables(tables, source).get("plugins", {})
     table = plugins.get(NAME, {}) if isinstance(plugins, Mapping) else {}

@@ -16,11 +16,19 @@ from typing import Any
 
 import redis
 
-from archiver.archive import CONFIG_NAME
-from archiver.config import Config, flatten_tables, load_config
-from archiver.crawllog import REPORT_NAME
-from archiver.errors import UsageError
-from archiver.status import COMPLETE, NOT_RESUMABLE, RESUMABLE, RUNNING, ArchiveStatus
+from archiver.api import (
+    COMPLETE,
+    CONFIG_NAME,
+    NOT_RESUMABLE,
+    REPORT_NAME,
+    RESUMABLE,
+    RUNNING,
+    ArchiveStatus,
+    Config,
+    UsageError,
+    flatten_tables,
+    load_config,
+)
 
 from . import saved_shared_crawl
 from .frontier import (

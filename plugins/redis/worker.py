@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from archiver.commands import output_options, plugin_options
-from archiver.errors import UsageError
+from archiver.api import UsageError, output_options, plugin_options
 
 from . import is_shared, require_redis
 
@@ -52,8 +51,7 @@ def worker_command(
     before its crawl waits for it (--wait).  Run it again after a crash to rejoin; combine
     the archives with `archiver merge`.
     """
-    from archiver.runner import crawl_and_report
-    from archiver.terminal import setup_logging
+    from archiver.api import crawl_and_report, setup_logging
 
     setup_logging(verbose, quiet or as_json)
     if not is_shared(frontier):

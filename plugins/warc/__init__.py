@@ -20,7 +20,7 @@ from .commands import register
 from .recovery import archived_pages as archived_pages  # hook: answers a resumed crawl
 
 if TYPE_CHECKING:
-    from archiver.config import Config
+    from archiver.api import Config
 
     from .reader import Capture, StoredResponse, WarcArchive, open_archive
     from .writer import WarcWriter

@@ -26,9 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from archiver.crawllog import LOG_NAME
-from archiver.errors import UsageError
-from archiver.history import CrawlRun, read_history
+from archiver.api import CRAWL_LOG_NAME, CrawlRun, UsageError, read_history, warc_folder
 
 from .capture import REVISIT_MIME, Capture
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc
@@ -209,10 +207,6 @@ def _warc_stream(path: Path, limits: ReadLimits) -> Iterator[tuple[str, str, Cap
     yield from found
 
 
-def warc_folder(archive: Path) -> Path:
-    return archive / "warc" if (archive / "warc").is_dir() else archive
-
-
 Entry = tuple[str, str, Capture]
 
 
@@ -308,7 +302,7 @@ class Comparison:
         if self.older is None:
             return self
         # the crawl log says which fetches failed last; only the latest crawl's are its own
-        failed = failed_urls(self.archive / LOG_NAME) if self.newer.end is None else set()
+        failed = failed_urls(self.archive / CRAWL_LOG_NAME) if self.newer.end is None else set()
         for captures in url_histories(warc_folder(self.archive)):
             older = newer = None
             for capture in captures:

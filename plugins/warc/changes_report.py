@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from archiver.api import plural
-from archiver.history import CrawlRun
+from archiver.api import CrawlRun, plural
 
 from .changes import KINDS, Comparison, Kind, Span
 

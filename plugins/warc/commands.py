@@ -10,10 +10,17 @@ from pathlib import Path
 
 import click
 
-from archiver.api import json_option, plural
-from archiver.archive import require_archive
-from archiver.errors import ArchiveError, UsageError
-from archiver.terminal import echo, printable
+from archiver.api import (
+    WARC_FOLDER,
+    ArchiveError,
+    UsageError,
+    echo,
+    json_option,
+    plural,
+    printable,
+    require_archive,
+    warc_folder,
+)
 
 from .suffixes import READ_NAMES
 
@@ -30,7 +37,7 @@ def warc_files(paths: Iterable[Path]) -> list[Path]:
         if path.is_file():
             found.append(path)
         elif path.is_dir():
-            folder = path / "warc" if (path / "warc").is_dir() else path
+            folder = warc_folder(path)
             found.extend(sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(_WARC_NAMES)))
         else:
             raise UsageError(f"no such file or folder: {path}")
@@ -94,7 +101,7 @@ def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
     from .reader import open_archive
 
-    require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
+    require_archive(archive, also=(WARC_FOLDER,), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
     if not as_json and sys.stdout.isatty():
         click.echo(f"{'TIMESTAMP':<14} {'ST':>3} {'TYPE':<24} {'SIZE':>9} URL")  # ST: HTTP status
@@ -157,7 +164,7 @@ def changes(
     if since is not None and number is not None:
         raise UsageError("give --since or --crawl, not both")
     moment = parse_since(since) if since is not None else None
-    require_archive(archive, also=("warc",))
+    require_archive(archive, also=(WARC_FOLDER,))
     try:
         comparison = plan(archive, moment, number).run()
     except OSError as exc:

@@ -32,7 +32,6 @@ from .records import Original
 
 log = logging.getLogger(__name__)
 
-DB_NAME = "warc-dedup.sqlite"
 BATCH = 512
 """Rows kept pending (in memory, already visible to look-ups) before one commit."""
 RECENT = 1024

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal
 
-from archiver.errors import ArchiveError, UsageError
+from archiver.api import WARC_FOLDER, ArchiveError, UsageError
 
 from .cdxj import cdxj_path_for, index_warc, write_cdxj
 from .members import DEFAULT_LIMITS, is_gzip, is_one_stream, split_stream
@@ -65,7 +65,7 @@ class _Placement:
 
 def import_warcs(sources: Sequence[Path], archive: Path, link: LinkMode = "copy") -> list[Path]:
     """Place `sources` in ``archive/warc/`` with a CDXJ index each; returns the placed paths."""
-    folder = archive / "warc"
+    folder = archive / WARC_FOLDER
     placements: list[_Placement] = []
     for source in sources:
         if not source.is_file():

@@ -29,8 +29,7 @@ from typing import Any, BinaryIO
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from archiver.config import Config
-from archiver.errors import ArchiveError
+from archiver.api import CONFIG_NAME, ArchiveError, Config
 
 __all__ = [
     "ONE_STREAM",
@@ -91,7 +90,7 @@ class ReadLimits:
         A crawl run with bigger caps wrote bigger records: they stay readable.
         """
         found: dict[str, int] = {}
-        for candidate in (folder / "crawl.toml", folder.parent / "crawl.toml"):
+        for candidate in (folder / CONFIG_NAME, folder.parent / CONFIG_NAME):
             try:
                 with candidate.open("rb") as handle:
                     limits = tomllib.load(handle).get("limits", {})

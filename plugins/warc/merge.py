@@ -12,8 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from archiver.api import plural
-from archiver.errors import ArchiveError
+from archiver.api import WARC_FOLDER, ArchiveError, plural
 
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, write_cdxj
 from .warcfile import OPEN_SUFFIX, recover_open_files
@@ -25,11 +24,11 @@ MERGED_CDXJ = "index.cdxj"
 
 def merge_warcs(archive: Path, sources: Sequence[Path], copy: bool) -> dict[str, int | str]:
     """Gather the WARC files (and their CDXJ files) of `sources` into ``archive/warc``."""
-    folder = archive / "warc"
+    folder = archive / WARC_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     placed: Counter[str] = Counter(linked=0, copied=0, already=0)
     for source in sources:
-        for warc in _warc_files(source / "warc"):
+        for warc in _warc_files(source / WARC_FOLDER):
             placed[_place(warc, folder / warc.name, copy)] += 1
             cdxj = cdxj_path_for(warc)
             if cdxj.is_file() and not warc.name.endswith(OPEN_SUFFIX):

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from archiver.decode import Decoded, decode_content
-from archiver.errors import ArchiveError
-from archiver.model import find_header
+from archiver.api import ArchiveError, Decoded, decode_content, find_header, warc_folder
 
 from .capture import Capture, parse_status
 from .cdxj import WARC_SUFFIXES, Report, cdxj_path_for, index_warc, read_cdxj
@@ -394,7 +392,7 @@ def open_archive(path: Path | str, limits: ReadLimits | None = None) -> WarcArch
     """
     path = Path(path)
     if path.is_dir():
-        folder = path / "warc" if (path / "warc").is_dir() else path
+        folder = warc_folder(path)
         return WarcArchive(folder, limits=limits or ReadLimits.for_archive(folder))
     if path.is_file():
         chosen = limits or ReadLimits.for_archive(path.parent)

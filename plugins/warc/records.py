@@ -45,8 +45,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from archiver import __version__
-from archiver.model import Page
+from archiver.api import Page, __version__
 
 from .cdxj import clean_mime
 

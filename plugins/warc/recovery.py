@@ -15,9 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archiver.errors import ArchiveError
-from archiver.hookspecs import hookimpl
-from archiver.model import Crawl, Page
+from archiver.api import WARC_FOLDER, ArchiveError, Crawl, Page, hookimpl
 
 if TYPE_CHECKING:
     from .reader import StoredResponse
@@ -33,12 +31,12 @@ MTIME_SLACK = 2.0
 async def archived_pages(urls: Sequence[str], since: float, crawl: Crawl) -> list[Page]:
     import asyncio
 
-    from archiver.history import read_history
+    from archiver.api import read_history
 
     # An earlier crawl's captures (--recrawl, --update) are not this crawl's, however recent
     started = next((run.started for run in read_history(crawl.archive) if run.number == crawl.number), None)
     floor = started.timestamp() if started is not None else None
-    return await asyncio.to_thread(find_archived, crawl.archive / "warc", urls, since, floor)
+    return await asyncio.to_thread(find_archived, crawl.archive / WARC_FOLDER, urls, since, floor)
 
 
 def find_archived(
@@ -46,7 +44,7 @@ def find_archived(
 ) -> list[Page]:
     """A `Page` for each of `urls` with a response or revisit stored at or after `since`
     (and not before `crawl_started`, when the crawl that stored it began)."""
-    from archiver.urls import canonical_key
+    from archiver.api import canonical_key
 
     from .cdxj import WARC_SUFFIXES
     from .reader import WarcArchive, open_archive

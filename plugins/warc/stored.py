@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from archiver.hookspecs import hookimpl
-from archiver.model import Crawl, Page
-from archiver.urls import canonical_key
+from archiver.api import UPDATE_NAME, WARC_FOLDER, Crawl, Page, canonical_key, hookimpl
 
 from .capture import Capture
 from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, read_cdxj
@@ -37,7 +35,6 @@ from .members import ReadLimits, read_member
 
 log = logging.getLogger(__name__)
 
-DB_NAME = "warc-update.sqlite"
 _BATCH = 1000
 _RECENT = 256
 """Look-ups kept in memory: a URL is asked about while its fetch is in flight, a few hundred at most."""
@@ -350,10 +347,10 @@ class UpdateLookup:
         """After the writer cut back any file a killed run left open: build the table."""
         if crawl.mode != "update":
             return
-        folder = crawl.archive / "warc"
+        folder = crawl.archive / WARC_FOLDER
         if not folder.is_dir():
             return
-        table = StoredCaptures(folder, crawl.archive / DB_NAME, ReadLimits.for_archive(folder))
+        table = StoredCaptures(folder, crawl.archive / UPDATE_NAME, ReadLimits.for_archive(folder))
         try:
             known = await asyncio.to_thread(table.build)
         except BaseException:

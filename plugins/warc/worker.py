@@ -41,10 +41,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.errors import ArchiveError, exhausted
-from archiver.model import Link, Page
+from archiver.api import DEDUP_NAME, ArchiveError, Link, Page, exhausted
 
-from .dedup import DB_NAME, DedupTable
+from .dedup import DedupTable
 from .records import Original, Originals, PageRecords, RecordMaker
 from .settings import WarcSettings
 from .warcfile import Rotator, WarcFile, recover_open_files
@@ -197,7 +196,7 @@ class Session:
         for path, cut in recover_open_files(folder, cdxj=settings.cdxj):
             log.warning("closed %s left open by an earlier run (%d bytes cut)", path.name, cut)
         if settings.dedup:
-            self.dedup = DedupTable(folder.parent / DB_NAME)
+            self.dedup = DedupTable(folder.parent / DEDUP_NAME)
             read = self.dedup.sync(folder)
             if read:
                 log.info("dedup table: read the index of %d WARC file(s)", read)

@@ -28,10 +28,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from archiver.config import SECTIONS, Config
-from archiver.errors import ArchiveError
-from archiver.hookspecs import hookimpl
-from archiver.model import Crawl, Link, Page
+from archiver.api import SECTIONS, WARC_FOLDER, ArchiveError, Config, Crawl, Link, Page, hookimpl
 
 from .records import warcinfo_fields
 from .settings import WarcSettings
@@ -183,7 +180,7 @@ class WarcWriter:
         fields = warcinfo_fields(config_summary(crawl.config), crawl.roots)
         process = await WriterProcess.spawn()
         self._process = process
-        started = process.send("start", crawl.archive / "warc", self.settings, fields, os.getpid())
+        started = process.send("start", crawl.archive / WARC_FOLDER, self.settings, fields, os.getpid())
         try:
             await process.settle(started)
         except BaseException:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archiver.hookspecs import hookimpl
+from archiver.api import hookimpl
 
 if TYPE_CHECKING:
     import click

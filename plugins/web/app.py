@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError
 
 from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from archiver.errors import UsageError
+from archiver.api import UsageError
 
 from ..warc.changes import KINDS, Change, Comparison, Kind, capture_kind, plan
 from ..warc.changes_report import count_line, describe_run, listed_kinds

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from archiver.archive import require_archive
-from archiver.errors import UsageError
+from archiver.api import CRAWL_FOLDERS, UsageError, require_archive
 
 from ..warc.suffixes import IMPORT_NAMES, WACZ_NAME
 
@@ -168,7 +167,7 @@ def add_commands(cli: click.Group) -> None:
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
         for path in archives:
             if path.is_dir():
-                require_archive(path, also=("warc", "index"), suffixes=IMPORT_NAMES)
+                require_archive(path, also=CRAWL_FOLDERS, suffixes=IMPORT_NAMES)
         unpacked = contextlib.ExitStack()
         with unpacked:
             library = Library.open([_unpacked(path, unpacked, quiet) for path in archives])

@@ -23,9 +23,7 @@ from itertools import zip_longest
 
 from warcio.timeutils import iso_date_to_timestamp
 
-from archiver.decode import choose_encoding, is_textual
-from archiver.errors import ArchiveError
-from archiver.model import Page
+from archiver.api import ArchiveError, Page, choose_encoding, is_textual
 
 from ..index.extract import visible_text
 from ..warc.members import parse_record

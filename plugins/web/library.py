@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from archiver.errors import ArchiveError, UsageError
+from archiver.api import WARC_FOLDER, ArchiveError, UsageError
 
 from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
@@ -137,7 +137,7 @@ class ArchiveHandle:
     def _fresh(self) -> WarcArchive | None:
         """The reader with an index at most `refresh_seconds` old; call with the lock held."""
         if self._reader is None:
-            if self.path.is_dir() and not (self.path / "warc").is_dir():
+            if self.path.is_dir() and not (self.path / WARC_FOLDER).is_dir():
                 return None  # a crawl that has not written its first WARC file yet
             self._reader = open_archive(self.path)
         now = time.monotonic()

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError
 
 from ..qa.results import latest_results, read_runs, screenshot_path
 from .render import LIBRARY, render

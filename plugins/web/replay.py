@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from archiver import LinkKind
+from archiver.api import LinkKind
 
 from ..links import rewrite
 from ..links.markup import Tag, disarm_refreshes

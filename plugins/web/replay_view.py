@@ -30,8 +30,7 @@ from email.utils import formatdate
 import jinja2
 from aiohttp import web
 
-from archiver.decode import choose_encoding
-from archiver.errors import ArchiveError
+from archiver.api import ArchiveError, choose_encoding
 
 from ..warc.reader import MissingOriginal, StoredResponse
 from .library import Found, Library, seconds

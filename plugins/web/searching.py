@@ -20,7 +20,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from archiver.errors import ArchiverError
+from archiver.api import ArchiverError
 
 from .library import ArchiveHandle
 

@@ -13,13 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archiver.crawllog import status_class
-from archiver.history import HISTORY_NAME, read_history
-from archiver.history_lines import history_json
+from archiver.api import HISTORY_NAME, REPORT_NAME, STATE_NAME, history_json, read_history, status_class
 
-LOG_NAME = "crawl-log.jsonl"
-REPORT_NAME = "report.json"
-STATE_NAME = "state.sqlite"
 RECENT = 15
 _PIECE = 1024 * 1024
 """The log is read this much at a time: a first look at a long log holds no more."""
@@ -106,7 +101,7 @@ class CrawlStatus:
 
 def _running(folder: Path) -> tuple[bool, str | None]:
     try:
-        from archiver.lock import is_locked, read_holder
+        from archiver.api import is_locked, read_holder
     except ImportError:
         return False, None
     if not is_locked(folder):
@@ -119,8 +114,7 @@ def _frontier(folder: Path, running: bool) -> dict[str, int] | None:
     path = folder / STATE_NAME
     if not path.is_file():
         return None
-    from archiver.frontier_sqlite import read_counts
-    from archiver.status import count_rows
+    from archiver.api import count_rows, read_counts
 
     return dict(count_rows(read_counts(path), running))
 
@@ -159,8 +153,7 @@ def crawl_status(name: str, folder: Path, follower: LogFollower | None) -> Crawl
 
 
 def _queue(folder: Path) -> list[str]:
-    from archiver.queue_view import view_lines
-    from archiver.status import archive_status, with_queue
+    from archiver.api import archive_status, view_lines, with_queue
 
     status = with_queue(archive_status(folder))
     if status.queue is None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from archiver.api import CRAWL_LOG_NAME
+
 from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
 from .render import FOLLOWERS, LIBRARY, link_url, render
@@ -16,7 +18,7 @@ from .renderings import LABELS, rendered_path
 from .renderings import kind_of as rendered_kind
 from .replay import replay_path
 from .searching import Filters, run_search
-from .status import LOG_NAME, LogFollower, crawl_status
+from .status import LogFollower, crawl_status
 from .target import parse_target
 
 _DIGITS = re.compile(r"[0-9]{1,5}")
@@ -222,8 +224,8 @@ async def status_page(request: web.Request) -> web.Response:
     for handle in library.handles:
         folder = handle.folder
         follower = followers.get(handle.name)
-        if follower is None and (folder / LOG_NAME).is_file():
-            follower = followers.setdefault(handle.name, LogFollower(folder / LOG_NAME))
+        if follower is None and (folder / CRAWL_LOG_NAME).is_file():
+            follower = followers.setdefault(handle.name, LogFollower(folder / CRAWL_LOG_NAME))
         statuses.append(await asyncio.to_thread(crawl_status, handle.name, folder, follower))
     return render(
         request,
