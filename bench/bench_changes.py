@@ -21,7 +21,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from archiver_plugins.warc.capture import Capture
+from archiver_plugins.archive_reader.capture import Capture
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -255,8 +255,8 @@ def load() -> str:
 
 def analyzer_cpu(count: int) -> None:
     """CPU per page of the filter chain and of the one-pass analyzer, on the same text."""
-    from archiver_plugins.index.extract import extract
     from archiver_plugins.index.schema import chain_text_analyzer, text_analyzer
+    from archiver_plugins.markup.text import extract
 
     texts = [extract(body, "text/html", "utf-8", 200_000).text for _, body in pages(count)]
     figures = {}
@@ -574,7 +574,7 @@ def extracted_bytes(warcs: list[Path]) -> tuple[int, int]:
 
 def bench_archive(count: int, folder: Path) -> Path:
     """`count` bench pages written as a crawl leaves them: a WARC file and its CDXJ index."""
-    from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, write_cdxj
+    from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc, write_cdxj
 
     archive = folder / "bench-pages"
     write_warcs(archive, list(pages(count)))

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
-from archiver_plugins.warc.reader import open_archive
+from archiver_plugins.archive_reader.reader import open_archive
 
 from archiver.config import load_config
 from archiver.manager import make_plugin_manager

@@ -63,8 +63,8 @@ def write_warc(path: Path, pages: int) -> None:
 
 def child(path: Path, reader: str) -> dict[str, float]:
     """Run one reader over `path` in this process; its CPU, wall time and peak RSS."""
+    from archiver_plugins.archive_reader.members import iter_members
     from archiver_plugins.mirror.tail import check_tail
-    from archiver_plugins.warc.members import iter_members
     from archiver_plugins.warc.verify import verify_file
 
     before = resource.getrusage(resource.RUSAGE_SELF)

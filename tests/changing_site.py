@@ -15,7 +15,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, write_cdxj
+from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc, write_cdxj
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 from archiver_plugins.index.search import search
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from browser import chromium_path, launch_browser
 from script_site import TEXT, build_site
 from warcio.archiveiterator import ArchiveIterator

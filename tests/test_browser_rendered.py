@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from browser import chromium_path, launch_browser
 from script_site import TEXT, build_script_page
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archiver_plugins.warc.changes import parse_since
+from archiver_plugins.archive_reader.changes import parse_since
 from changing_site import FIRST, SECOND, add_not_modified_crawl, crawl, crawl_twice, next_second, serve
 from warcio.archiveiterator import ArchiveIterator
 

@@ -14,8 +14,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, sort_lines
-from archiver_plugins.warc.changes import MAX_OPEN_FILES, sorted_captures
+from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc, sort_lines
+from archiver_plugins.archive_reader.changes import MAX_OPEN_FILES, sorted_captures
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

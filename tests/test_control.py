@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from aiohttp import web
-from archiver_plugins.web.status import crawl_status
+from archiver_plugins.replay.status import crawl_status
 from cli_process import PLUGINS_ONLY, archiver, start_archiver
 
 from archiver.testing import Site

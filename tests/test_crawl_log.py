@@ -11,7 +11,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from archiver_plugins.warc.reader import open_archive
+from archiver_plugins.archive_reader.reader import open_archive
 
 from archiver.testing import Site
 
@@ -118,7 +118,7 @@ async def test_status_separates_taken_from_fetched(site: Site, tmp_path: Path) -
 
 
 async def test_web_status_page_counts_as_the_report_does(site: Site, tmp_path: Path) -> None:
-    from archiver_plugins.web.status import LogFollower, crawl_status
+    from archiver_plugins.replay.status import LogFollower, crawl_status
 
     site.page("/", links=["/a", "/gone", "/missing"])
     site.page("/a", "<html>a</html>")

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
-from archiver_plugins.warc.reader import open_archive
+from archiver_plugins.archive_reader.reader import open_archive
 from redis_support import RedisServer, redis_server
 
 from archiver.manager import make_plugin_manager

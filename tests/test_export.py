@@ -10,9 +10,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from archiver_plugins.archive_reader.reader import open_archive
 from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_mirror
 from archiver_plugins.mirror.sinks import MANIFEST_NAME
-from archiver_plugins.warc.reader import open_archive
 from mirror_site import PLAIN, build_site
 from selectolax.lexbor import LexborHTMLParser
 

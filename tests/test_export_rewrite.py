@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urljoin
 
 import pytest
-from archiver_plugins.links.grammar import srcset_spans
+from archiver_plugins.markup.grammar import srcset_spans
 from archiver_plugins.mirror.html import rewrite_css, rewrite_html
 from archiver_plugins.mirror.mapping import Mapped
 

@@ -197,7 +197,7 @@ async def test_warc_ls_prints_a_header_on_a_terminal_only(site: Site, tmp_path: 
 
 async def test_replay_without_a_timestamp_takes_the_latest_capture(site: Site, tmp_path: Path) -> None:
     from aiohttp.test_utils import TestClient, TestServer
-    from archiver_plugins.web.app import make_app
+    from archiver_plugins.replay.app import make_app
 
     archive = tmp_path / "a"
     for word in ("first", "second"):

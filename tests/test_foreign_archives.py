@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.cli import main
@@ -220,7 +220,7 @@ async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) ->
 
 def test_an_arc_record_whose_url_has_spaces_is_read(tmp_path: Path) -> None:
     """Old crawlers wrote URLs as found, spaces included (warcio's example-space-in-url.arc)."""
-    from archiver_plugins.warc.members import iter_members, parse_record
+    from archiver_plugins.archive_reader.members import iter_members, parse_record
 
     from tests.foreign_archives import arc_record
 

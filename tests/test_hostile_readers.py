@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
+from archiver_plugins.archive_reader.cdxj import index_warc
+from archiver_plugins.archive_reader.reader import open_archive
 from archiver_plugins.mirror.names import TEMPORARY_PREFIX
 from archiver_plugins.mirror.sinks import MANIFEST_NAME
-from archiver_plugins.warc.cdxj import index_warc
-from archiver_plugins.warc.reader import open_archive
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from hostile_archive import MIB, record_bomb, run_archiver, write_warc, zeros_gzip
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from archiver_plugins.index.extract import extract, is_indexable, sniff_encoding
 from archiver_plugins.index.schema import site_terms, text_analyzer
+from archiver_plugins.markup.text import extract, is_indexable, sniff_encoding
 
 
 def tokens(text: str) -> list[str]:

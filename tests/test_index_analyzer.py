@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from archiver_plugins.index import schema
-from archiver_plugins.index.extract import extract
 from archiver_plugins.index.schema import (
     OnePassAnalyzer,
     chain_plain_analyzer,
@@ -16,6 +15,7 @@ from archiver_plugins.index.schema import (
     plain_analyzer,
     text_analyzer,
 )
+from archiver_plugins.markup.text import extract
 
 from bench import sitegen
 

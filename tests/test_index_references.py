@@ -20,13 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from archiver_plugins.archive_reader.digests import payload_digest
 from archiver_plugins.index.lines import RecordLines, Stored
 from archiver_plugins.index.recover import bring_in_line
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import PACKED, REFERENCE, Spool, pending_in
 from archiver_plugins.index.store import Capture, RecordRef, spool_path
 from archiver_plugins.index.writer import Control, run
-from archiver_plugins.warc.records import RecordMaker, payload_digest
+from archiver_plugins.warc.records import RecordMaker
 from archiver_plugins.warc.warcfile import WarcFile
 from test_index_resume import forget, indexable_in_warcs, indexed, kill_group_when, start_group
 

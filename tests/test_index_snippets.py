@@ -7,6 +7,7 @@ import zlib
 from dataclasses import replace
 from pathlib import Path
 
+from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc
 from archiver_plugins.index.search import close_all, search
 from archiver_plugins.index.segment import SegmentBuilder
 from archiver_plugins.index.store import (
@@ -17,7 +18,6 @@ from archiver_plugins.index.store import (
     open_or_create,
     whoosh_dir,
 )
-from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc
 from test_index_search import build
 
 FILLER = "Filler words about nothing in particular. " * 60  # past the text the index keeps

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.search import search
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

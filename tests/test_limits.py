@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from archiver_plugins.warc.reader import open_archive
+from archiver_plugins.archive_reader.reader import open_archive
 from cli_process import PLUGINS_ONLY
 from cli_process import archiver as run
 

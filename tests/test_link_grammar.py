@@ -14,14 +14,14 @@ from urllib.parse import urldefrag, urljoin
 import pytest
 from archiver_plugins import links
 from archiver_plugins.links.collector import LinkCollector
-from archiver_plugins.links.grammar import css_references, refresh_url, srcset_urls
 from archiver_plugins.links.resolve import Resolver
 from archiver_plugins.links.tokens import tokenized_links
+from archiver_plugins.markup.grammar import css_references, refresh_url, srcset_urls
 from archiver_plugins.mirror.html import rewrite_css as export_css
 from archiver_plugins.mirror.html import rewrite_html as export_html
 from archiver_plugins.mirror.mapping import Mapped
-from archiver_plugins.web.replay import UrlRewriter
-from archiver_plugins.web.replay import rewrite_html as replay_html
+from archiver_plugins.replay.replay import UrlRewriter
+from archiver_plugins.replay.replay import rewrite_html as replay_html
 
 from archiver import LinkKind
 

@@ -11,10 +11,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import pytest
 from archiver_plugins import links
 from archiver_plugins.links.collector import LinkCollector
-from archiver_plugins.links.grammar import refresh_url, srcset_urls
 from archiver_plugins.links.nesting import exceeds_budget
 from archiver_plugins.links.resolve import Resolver, remove_dot_segments
 from archiver_plugins.links.tokens import tokenized_links
+from archiver_plugins.markup.grammar import refresh_url, srcset_urls
 
 from archiver import ConfigError, Crawl, Link, LinkKind, Page, testing
 from archiver.config import Config, load_config

@@ -20,7 +20,7 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 from archiver_plugins.qa.results import read_runs, status_lines
 from archiver_plugins.qa.run import Selection, check_archive
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from browser import chromium_path
 from qa_site import build_site
 from terminal import run_on_terminal

@@ -8,13 +8,13 @@ import random
 from pathlib import Path
 
 import pytest
+from archiver_plugins.archive_reader.members import DEFAULT_LIMITS
 from archiver_plugins.index import reindex as reindex_module
 from archiver_plugins.index import tiers
 from archiver_plugins.index.reindex import Chunk, ReindexStats, iter_captures, warc_chunks
 from archiver_plugins.index.store import create_index
-from archiver_plugins.warc.members import DEFAULT_LIMITS
+from archiver_plugins.replay.status import LogFollower
 from archiver_plugins.warc.stored import StoredCaptures
-from archiver_plugins.web.status import LogFollower
 from test_index_segments import documents
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter

@@ -87,11 +87,15 @@ def test_defaults_repeated_for_the_command_line_agree() -> None:
     assert mirror_commands.FORMATS == export.FORMATS
 
 
-def test_warc_plugin_exports_load_on_first_use() -> None:
+def test_warc_plugin_and_reader_exports_load_on_first_use() -> None:
+    import archiver_plugins.archive_reader as archive_reader
     import archiver_plugins.warc as warc
-    from archiver_plugins.warc import reader, writer
+    from archiver_plugins.archive_reader import reader
+    from archiver_plugins.warc import writer
 
-    assert warc.open_archive is reader.open_archive
+    assert archive_reader.open_archive is reader.open_archive
     assert warc.WarcWriter is writer.WarcWriter
     with pytest.raises(AttributeError):
         _ = warc.no_such_name
+    with pytest.raises(AttributeError):
+        _ = warc.open_archive  # the reader is a library of its own, not the writer plugin's

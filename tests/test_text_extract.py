@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archiver_plugins.index.extract import extract, visible_text
 from archiver_plugins.index.search import search
 from archiver_plugins.index.store import Capture, open_or_create, whoosh_dir
 from archiver_plugins.index.writer import Batcher
+from archiver_plugins.markup.text import extract, visible_text
 from warc_pages import write_warc
 
 from archiver.model import Page

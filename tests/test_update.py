@@ -22,8 +22,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
+from archiver_plugins.replay.app import make_app
 from archiver_plugins.warc.verify import verify_file
-from archiver_plugins.web.app import make_app
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.history import read_history

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.reindex import reindex
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import surt as reference_surt
+from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc, sort_lines
+from archiver_plugins.archive_reader.surt import surt
 from archiver_plugins.warc import WarcWriter
-from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, sort_lines
 from archiver_plugins.warc.settings import WarcSettings
-from archiver_plugins.warc.surt import surt
 from cdxj_indexer.main import CDXJIndexer
 
 from archiver.config import Config
@@ -88,8 +88,8 @@ async def test_cdxj_matches_cdxj_indexer(tmp_path: Path) -> None:
 
 
 def test_sort_in_runs_matches_sorting_in_memory(tmp_path: Path) -> None:
-    from archiver_plugins.warc.capture import Capture
-    from archiver_plugins.warc.cdxj import sort_cdxj_file
+    from archiver_plugins.archive_reader.capture import Capture
+    from archiver_plugins.archive_reader.cdxj import sort_cdxj_file
 
     captures = [
         Capture(f"http://h{i % 7}.example/{u}/{i}", f"2024010112{i % 60:02d}00", 200, "text/html",

@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 from aiohttp import web
-from archiver_plugins.warc import open_archive
+from archiver_plugins.archive_reader import open_archive
 from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator
 

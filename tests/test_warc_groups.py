@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from archiver_plugins.warc import open_archive
+from archiver_plugins.archive_reader import open_archive
+from archiver_plugins.archive_reader.digests import payload_digest
 from archiver_plugins.warc.dedup import DigestFilter
-from archiver_plugins.warc.records import RecordIds, payload_digest
+from archiver_plugins.warc.records import RecordIds
 from archiver_plugins.warc.settings import WarcSettings
 from archiver_plugins.warc.verify import verify_file
 from archiver_plugins.warc.worker import GROUP, Session, page_message, split_frames

@@ -11,8 +11,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from plugins.archive_reader.members import ReadLimits, iter_members
 from plugins.mirror.tail import check_tail
-from plugins.warc.members import ReadLimits, iter_members
 from plugins.warc.verify import truncate_to_last_good, verify_file
 
 CHUNK = 64 * 1024

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from archiver_plugins.warc import WarcWriter, open_archive
-from archiver_plugins.warc.capture import Capture
+from archiver_plugins.archive_reader import open_archive
+from archiver_plugins.archive_reader.capture import Capture
+from archiver_plugins.archive_reader.reader import WarcArchive
+from archiver_plugins.warc import WarcWriter
 from archiver_plugins.warc.commands import warc_group
-from archiver_plugins.warc.reader import WarcArchive
 from archiver_plugins.warc.settings import WarcSettings
 from click.testing import CliRunner
 

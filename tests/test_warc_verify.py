@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from archiver_plugins.warc import open_archive
+from archiver_plugins.archive_reader import open_archive
 from archiver_plugins.warc.verify import truncate_to_last_good, verify_file
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archiver_plugins.warc import WarcWriter, open_archive
+from archiver_plugins.archive_reader import open_archive
+from archiver_plugins.warc import WarcWriter
 from archiver_plugins.warc.settings import WarcSettings
 from archiver_plugins.warc.verify import verify_file
 from warcio.archiveiterator import ArchiveIterator

@@ -20,8 +20,8 @@ import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.index.reindex import reindex
-from archiver_plugins.web.app import make_app
-from archiver_plugins.web.replay_view import INERT_CSP, REPLAY_CSP
+from archiver_plugins.replay.app import make_app
+from archiver_plugins.replay.replay_view import INERT_CSP, REPLAY_CSP
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from yarl import URL

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from browser import launch_browser
 from mirror_site import png
 

@@ -12,9 +12,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from aiohttp.test_utils import TestClient, TestServer
-from archiver_plugins.web.app import make_app
-from archiver_plugins.web.diffing import MAX_TEXT_CHARS
-from archiver_plugins.web.render import UI_CSP
+from archiver_plugins.replay.app import make_app
+from archiver_plugins.replay.diffing import MAX_TEXT_CHARS
+from archiver_plugins.replay.render import UI_CSP
 from changing_site import add_not_modified_crawl, crawl_twice, next_second
 from markupsafe import escape
 from warcio.statusandheaders import StatusAndHeaders

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestServer
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 from browser import launch_browser
 from changing_site import add_not_modified_crawl, crawl_twice, next_second
 

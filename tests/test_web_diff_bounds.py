@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archiver_plugins.web.changes_view import DIFFS_AT_ONCE, DIFFS_WAITING
-from archiver_plugins.web.diffing import align, side_by_side, unified
+from archiver_plugins.replay.changes_view import DIFFS_AT_ONCE, DIFFS_WAITING
+from archiver_plugins.replay.diffing import align, side_by_side, unified
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from aiohttp.test_utils import TestClient, TestServer
-from archiver_plugins.web.app import make_app
-from archiver_plugins.web.views import CAPTURES_PER_PAGE
+from archiver_plugins.replay.app import make_app
+from archiver_plugins.replay.views import CAPTURES_PER_PAGE
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

@@ -27,9 +27,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.mirror.export import ExportOptions, export_mirror
 from archiver_plugins.mirror.html import rewrite_html as export_rewrite
 from archiver_plugins.mirror.mapping import Mapped
-from archiver_plugins.web.app import machine_names, make_app
-from archiver_plugins.web.replay import UrlRewriter
-from archiver_plugins.web.replay import rewrite_html as replay_rewrite
+from archiver_plugins.replay.app import machine_names, make_app
+from archiver_plugins.replay.replay import UrlRewriter
+from archiver_plugins.replay.replay import rewrite_html as replay_rewrite
 from browser import launch_browser
 from selectolax.lexbor import LexborHTMLParser
 from warcio.statusandheaders import StatusAndHeaders

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from archiver_plugins.links.grammar import srcset_urls
-from archiver_plugins.web.replay import UrlRewriter, rewrite_html
+from archiver_plugins.markup.grammar import srcset_urls
+from archiver_plugins.replay.replay import UrlRewriter, rewrite_html
 from archiver_plugins.web.searching import safe_snippet
 from selectolax.lexbor import LexborHTMLParser
 

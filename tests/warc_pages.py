@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
 
+from archiver_plugins.archive_reader.cdxj import cdxj_path_for, index_warc, write_cdxj
 from archiver_plugins.index.store import Capture
-from archiver_plugins.warc.cdxj import cdxj_path_for, index_warc, write_cdxj
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from aiohttp.test_utils import TestClient, TestServer
-from archiver_plugins.web.app import make_app
+from archiver_plugins.replay.app import make_app
 
 
 def peak_mb() -> float:

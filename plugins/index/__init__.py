@@ -77,7 +77,7 @@ async def page_fetched(page: Page, links: Sequence[Link], crawl: Crawl) -> None:
     feeder = crawl.stash.get(FEEDER_KEY, None)
     if feeder is None or page.unchanged:  # an update's unchanged page: indexed already
         return
-    from .extract import is_indexable  # loaded by crawl_started: a lookup in sys.modules
+    from ..markup.text import is_indexable
     from .lines import Stored
     from .store import Capture
 
@@ -126,13 +126,13 @@ async def page_rendered(page: Page, dom: str, screenshot: bytes | None, crawl: C
 
 
 def is_indexable_page(page: Page) -> bool:
-    from .extract import is_indexable
+    from ..markup.text import is_indexable
 
     return is_indexable(page.status, page.content_type)
 
 
 def _says_more(rendered: bytes, page: Page, max_chars: int) -> bool:
-    from .extract import extract
+    from ..markup.text import extract
 
     before = extract(page.content, page.content_type, page.encoding, max_chars)
     after = extract(rendered, "text/html", "utf-8", max_chars)

@@ -255,7 +255,7 @@ def reindex_command(
             raise UsageError("--warc needs at least one WARC file")
         if output.exists() and not output.is_dir():
             raise UsageError(f"{output} is a file; give a folder for the archive")
-        from ..warc.importing import import_warcs
+        from ..archive_reader.importing import import_warcs
 
         output.mkdir(parents=True, exist_ok=True)
         import_warcs(list(sources), output, link)  # serve, export and warc check read them there

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..warc.capture import Capture as Line
-from ..warc.records import payload_digest
-from ..warc.surt import surt
+from ..archive_reader.capture import Capture as Line
+from ..archive_reader.digests import payload_digest
+from ..archive_reader.surt import surt
 from .store import RecordRef
 
 LINES_SUFFIX = ".cdxj.open"

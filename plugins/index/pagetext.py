@@ -21,12 +21,12 @@ from typing import Any, BinaryIO
 
 from archiver.api import ArchiverError
 
-from ..warc.capture import Capture
-from ..warc.cdxj import cdxj_path_for
-from ..warc.members import ReadLimits, RecordError
-from ..warc.reader import WarcArchive, open_archive
-from ..warc.surt import surt
-from .extract import extract, sniff_encoding
+from ..archive_reader.capture import Capture
+from ..archive_reader.cdxj import cdxj_path_for
+from ..archive_reader.members import ReadLimits, RecordError
+from ..archive_reader.reader import WarcArchive, open_archive
+from ..archive_reader.surt import surt
+from ..markup.text import extract, sniff_encoding
 
 log = logging.getLogger("archiver.index")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from archiver.api import ArchiveError, ArchiveLockedError
 
-from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
+from ..markup.text import INDEXED_TYPES, is_indexable, sniff_encoding
 from .reindex import MAX_CONTENT, media_type
 from .spool import Spool
 from .store import DAMAGE_ERRORS, Capture, RecordRef, WriterLock, open_index, spool_path, whoosh_dir
@@ -50,7 +50,7 @@ def indexed_times(ix: Any) -> dict[str, str]:
 
 def newest_indexable(archive: Path) -> dict[str, Any]:
     """URL -> the newest capture in the WARC files that may be an indexable page."""
-    from ..warc.reader import open_archive
+    from ..archive_reader.reader import open_archive
 
     folder = archive / "warc"
     if not folder.is_dir():
@@ -69,7 +69,7 @@ def newest_indexable(archive: Path) -> dict[str, Any]:
 
 
 def _read(warcs: Any, found: Any) -> Capture | None:
-    from ..warc.records import payload_digest
+    from ..archive_reader.digests import payload_digest
 
     try:
         response = warcs.read(found)
@@ -91,7 +91,7 @@ def _read(warcs: Any, found: Any) -> Capture | None:
 
 def _missing(archive: Path) -> tuple[Any, list[Any]]:
     """The WARC captures that are neither in the index nor in the spool."""
-    from ..warc.reader import open_archive
+    from ..archive_reader.reader import open_archive
 
     wanted = newest_indexable(archive)
     if not wanted:

@@ -24,8 +24,8 @@ from typing import Any, BinaryIO, Protocol
 
 from archiver.api import ArchiveError, UsageError, check_writable, decode_content
 
-from ..warc.digests import digest_key
-from ..warc.members import (
+from ..archive_reader.digests import digest_key
+from ..archive_reader.members import (
     DEFAULT_LIMITS,
     GzipProblem,
     GzipStop,
@@ -39,9 +39,9 @@ from ..warc.members import (
     parse_record,
     read_member,
 )
-from ..warc.payload import as_served
-from ..warc.suffixes import READ_NAMES
-from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
+from ..archive_reader.payload import as_served
+from ..archive_reader.suffixes import READ_NAMES
+from ..markup.text import INDEXED_TYPES, is_indexable, sniff_encoding
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,

@@ -31,7 +31,7 @@ from archiver.api import ArchiverError, in_chunks
 from .store import Capture, RecordRef
 
 if TYPE_CHECKING:
-    from ..warc.reader import WarcArchive
+    from ..archive_reader.reader import WarcArchive
 
 log = logging.getLogger("archiver.index")
 
@@ -230,9 +230,9 @@ class Spool:
     def _read_back(self, url: str, time: str, record: RecordRef) -> bytes | None:
         """The page's content from its WARC record, decoded as the crawl decoded it; None
         (and a warning) when the record is gone or is not the page's."""
-        from ..warc.capture import Capture as Line
-        from ..warc.reader import open_archive
-        from ..warc.records import payload_digest
+        from ..archive_reader.capture import Capture as Line
+        from ..archive_reader.digests import payload_digest
+        from ..archive_reader.reader import open_archive
 
         try:
             if self._warcs is None:

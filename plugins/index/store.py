@@ -24,7 +24,7 @@ from whoosh.filedb.filestore import FileStorage
 
 from archiver.api import ArchiveError, ArchiveLockedError
 
-from .extract import extract
+from ..markup.text import extract
 from .mapped import MappedStorage
 from .schema import make_schema, site_terms
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
+from ..markup.grammar import ATTRIBUTES, SVG_ELEMENTS
 from .collector import LinkCollector
-from .grammar import ATTRIBUTES, SVG_ELEMENTS
 from .rules import css_links, element_links
 
 # One query for every element that may hold a URL to fetch; lexbor returns them in document

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..markup.grammar import CSS, REFRESH, SRCSET, URL, css_references, refresh_url, slots, srcset_urls
 from .collector import LinkCollector
-from .grammar import CSS, REFRESH, SRCSET, URL, css_references, refresh_url, slots, srcset_urls
 
 
 def element_links(tag: str, attributes: Mapping[str, str | None], out: LinkCollector) -> None:

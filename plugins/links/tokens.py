@@ -19,8 +19,8 @@ from __future__ import annotations
 import html
 import re
 
+from ..markup.grammar import ELEMENTS
 from .collector import LinkCollector
-from .grammar import ELEMENTS
 from .rules import css_links, element_links
 
 _SPACE = r"\t\n\f\r "
@@ -109,7 +109,7 @@ def _matched(text: str) -> list[Element] | None:
 
 def _scanned(text: str) -> list[Element]:
     # Imported here: every command line loads this plugin, and markup loads selectolax.
-    from .markup import scan_tags
+    from ..markup.markup import scan_tags
 
     elements: list[Element] = []
     for tag in scan_tags(text, _KEPT):

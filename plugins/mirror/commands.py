@@ -71,7 +71,7 @@ def add_commands(cli: click.Group) -> None:
         """
         from archiver.api import require_archive
 
-        from ..warc.suffixes import STORED_NAMES
+        from ..archive_reader.suffixes import STORED_NAMES
         from .export import ExportOptions, export_mirror
         from .plan import check_timestamp
 

@@ -18,7 +18,7 @@ from pathlib import Path as FsPath
 
 from archiver.api import ArchiveError, UsageError, __version__
 
-from ..warc.reader import WarcArchive
+from ..archive_reader.reader import WarcArchive
 from .landing import SiteEntry, landing_page
 from .names import MirrorPath, relative_href
 from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages

@@ -1,6 +1,6 @@
 """The export's rewriting of HTML and CSS: links point at the mirror's files.
 
-Links are found and replaced by the shared rewriter (`archiver_plugins.links.rewrite`),
+Links are found and replaced by the shared rewriter (`archiver_plugins.markup.rewrite`),
 which keeps every other byte; what each becomes is the `LinkMap`'s answer.  Here are the
 export's own changes.  ``<base href>`` decides how the others resolve and is then
 disabled (renamed), since the mirror's links are relative to each file; so is a
@@ -17,9 +17,9 @@ import re
 
 from archiver.api import LinkKind
 
-from ..links import rewrite
-from ..links.markup import DISARMED, Tag, disarm_refreshes
-from ..links.rewrite import Edits, quote_attribute
+from ..markup import rewrite
+from ..markup.markup import DISARMED, Tag, disarm_refreshes
+from ..markup.rewrite import Edits, quote_attribute
 from .mapping import PAGE, LinkMap, Mapped
 
 __all__ = ["MISSING_ATTRIBUTE", "rewrite_css", "rewrite_html"]

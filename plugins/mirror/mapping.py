@@ -1,6 +1,6 @@
 """The contract between the rewriters and the export: what a link becomes.
 
-The shared rewriter (`archiver_plugins.links.rewrite`) finds where links are written and
+The shared rewriter (`archiver_plugins.markup.rewrite`) finds where links are written and
 never decides what they point at; the export passes a `LinkMap` that knows the exported files.  Keeping the
 two apart lets the rewriters be tested on strings alone.
 """

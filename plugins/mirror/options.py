@@ -14,7 +14,7 @@ from typing import Any
 
 from archiver.api import ArchiveError, ArchiverError, UsageError, plural, saved_config, size
 
-from ..warc.reader import WarcArchive, open_archive
+from ..archive_reader.reader import WarcArchive, open_archive
 from .plan import Plan, normalize
 from .tail import check_tail
 from .targets import MissingLinks

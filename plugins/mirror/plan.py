@@ -19,8 +19,8 @@ from w3lib.url import safe_url_string
 
 from archiver.api import ArchiveError, UsageError, canonical_key
 
-from ..warc.reader import Capture, WarcArchive
-from ..warc.surt import surt
+from ..archive_reader.reader import Capture, WarcArchive
+from ..archive_reader.surt import surt
 from .names import MirrorPath, allocate, natural_path
 
 log = logging.getLogger(__name__)

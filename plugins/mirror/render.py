@@ -13,8 +13,8 @@ import re
 
 from archiver.api import choose_encoding, known_codec
 
-from ..links.snapshot import static_snapshot
-from ..warc.reader import StoredResponse
+from ..archive_reader.reader import StoredResponse
+from ..markup.snapshot import static_snapshot
 from .html import rewrite_css, rewrite_html
 from .mapping import LinkMap
 from .plan import Item

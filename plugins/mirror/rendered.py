@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..links.snapshot import DOM_PREFIX
-from ..warc.reader import Capture, WarcArchive
+from ..archive_reader.reader import Capture, WarcArchive
+from ..markup.snapshot import DOM_PREFIX
 
 __all__ = ["rendered_dom"]
 

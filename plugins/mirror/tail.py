@@ -12,8 +12,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..warc.members import DEFAULT_LIMITS, GZIP_MAGIC, GzipProblem, GzipStop, ReadLimits, gzip_members
-from ..warc.reader import Capture
+from ..archive_reader.members import (
+    DEFAULT_LIMITS,
+    GZIP_MAGIC,
+    GzipProblem,
+    GzipStop,
+    ReadLimits,
+    gzip_members,
+)
+from ..archive_reader.reader import Capture
 
 __all__ = ["Tail", "check_tail"]
 

@@ -45,7 +45,7 @@ from archiver.api import (
     unredacted_secrets,
 )
 
-from ..warc.reader import Capture, WarcArchive
+from ..archive_reader.reader import Capture, WarcArchive
 from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, build_plan
 from .render import HTML_TYPES

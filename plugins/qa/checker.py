@@ -31,8 +31,8 @@ from ..browser.render import (
     VIEWPORT,
     until_quiet,
 )
-from ..web.library import Library
-from ..web.replay import FRAME, REPLAY_PREFIX, replay_path
+from ..replay.library import Library
+from ..replay.replay import FRAME, REPLAY_PREFIX, replay_path
 from .compare import SCREEN_SCRIPT, text_of, text_score
 from .records import PageResult, Request
 
@@ -101,7 +101,7 @@ class ReplayServer:
     async def start(self) -> None:
         from aiohttp import web
 
-        from ..web.app import make_app
+        from ..replay.app import make_app
 
         app = make_app(self.library, host="127.0.0.1")
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)

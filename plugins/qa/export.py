@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 from archiver.api import UsageError, canonical_key
 
 from ..mirror.sinks import MANIFEST_NAME
-from ..web.library import Library
+from ..replay.library import Library
 from .checker import Capture
 
 MAX_MANIFEST_BYTES = 1 << 30

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from archiver.api import ArchiveError, UsageError
 
-from ..web.library import Library
+from ..replay.library import Library
 from .checker import (
     Capture,
     CheckSettings,

@@ -2,7 +2,7 @@
 
 Hooks here are thin: `configure` checks ``[plugins.warc]`` and registers a per-run
 `WarcWriter` (writer.py); `register_commands` adds ``archiver warc check|ls``.
-The reader API other plugins use is in reader.py (`open_archive`).
+What other plugins read back goes through the archive reader (`archiver_plugins.archive_reader`).
 """
 
 from __future__ import annotations
@@ -22,20 +22,12 @@ from .recovery import archived_pages as archived_pages  # hook: answers a resume
 if TYPE_CHECKING:
     from archiver.api import Config
 
-    from .reader import Capture, StoredResponse, WarcArchive, open_archive
     from .writer import WarcWriter
 
-__all__ = ["Capture", "StoredResponse", "WarcArchive", "WarcWriter", "open_archive"]
+__all__ = ["WarcWriter"]
 
-# Every command line loads this plugin; the reader and the writer (warcio, decoders,
-# compressors) load on first use instead.
-_LAZY = {
-    "Capture": ".reader",
-    "StoredResponse": ".reader",
-    "WarcArchive": ".reader",
-    "open_archive": ".reader",
-    "WarcWriter": ".writer",
-}
+# Every command line loads this plugin; the writer (warcio, compressors) loads on first use.
+_LAZY = {"WarcWriter": ".writer"}
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

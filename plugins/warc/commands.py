@@ -22,7 +22,7 @@ from archiver.api import (
     warc_folder,
 )
 
-from .suffixes import READ_NAMES
+from ..archive_reader.suffixes import READ_NAMES
 
 # The reader and the verifier are imported when a command runs: building the command line
 # must not load warcio and the decoders.
@@ -64,7 +64,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
     printed with its file, byte offset and record; the exit status is 1 when any
     fault was found.
     """
-    from .members import ReadLimits
+    from ..archive_reader.members import ReadLimits
     from .verify import truncate_to_last_good, verify_file
 
     files = warc_files(paths)
@@ -99,7 +99,7 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
 @json_option("One JSON object per line.")
 def ls(archive: Path, as_json: bool) -> None:
     """List every capture: time, status, type, size (bytes stored) and URL."""
-    from .reader import open_archive
+    from ..archive_reader.reader import open_archive
 
     require_archive(archive, also=(WARC_FOLDER,), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
@@ -158,8 +158,8 @@ def changes(
     Unchanged: the server answered 304 Not Modified, or sent the same payload again.
     Removed: now 404/410, or no longer reached by a crawl that finished.
     """
-    from .changes import parse_since, plan
-    from .changes_report import json_chunks, text_lines
+    from ..archive_reader.changes import parse_since, plan
+    from ..archive_reader.changes_report import json_chunks, text_lines
 
     if since is not None and number is not None:
         raise UsageError("give --since or --crawl, not both")

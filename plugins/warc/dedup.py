@@ -26,8 +26,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .capture import Capture
-from .cdxj import cdxj_path_for, index_warc, read_cdxj
+from ..archive_reader.capture import Capture
+from ..archive_reader.cdxj import cdxj_path_for, index_warc, read_cdxj
 from .records import Original
 
 log = logging.getLogger(__name__)

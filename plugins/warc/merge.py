@@ -14,7 +14,7 @@ from pathlib import Path
 
 from archiver.api import WARC_FOLDER, ArchiveError, plural
 
-from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, write_cdxj
+from ..archive_reader.cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, write_cdxj
 from .warcfile import OPEN_SUFFIX, recover_open_files
 
 log = logging.getLogger(__name__)

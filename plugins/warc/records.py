@@ -24,7 +24,6 @@ What is stored, and why:
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import importlib
@@ -47,7 +46,8 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.api import Page, __version__
 
-from .cdxj import clean_mime
+from ..archive_reader.cdxj import clean_mime
+from ..archive_reader.digests import payload_digest, sha1_label
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +126,6 @@ class _RawHttpHeaders(StatusAndHeaders):  # type: ignore[misc]
 
     def __bool__(self) -> bool:
         return True  # warcio tests truthiness to decide whether a record has HTTP headers
-
-
-def payload_digest(body: bytes) -> str:
-    """``sha1:BASE32``, the digest form warcio, pywb and CDXJ use."""
-    return _sha1_label(hashlib.sha1(body).digest())
-
-
-def _sha1_label(digest: bytes) -> str:
-    return "sha1:" + base64.b32encode(digest).decode("ascii")
 
 
 _EMPTY_DIGEST = payload_digest(b"")
@@ -303,7 +294,7 @@ class RecordMaker:
         # steps and encodes each digest in pure Python): the same values, at a third the cost.
         whole = hashlib.sha1(http or b"")
         whole.update(block)
-        block_digest = _sha1_label(whole.digest())
+        block_digest = sha1_label(whole.digest())
         if record_type not in _NO_PAYLOAD_DIGEST and "WARC-Payload-Digest" not in warc_headers:
             if http is None:
                 warc_headers["WARC-Payload-Digest"] = block_digest  # the block is the payload

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from archiver.api import WARC_FOLDER, ArchiveError, Crawl, Page, hookimpl
 
 if TYPE_CHECKING:
-    from .reader import StoredResponse
+    from ..archive_reader.reader import StoredResponse
 
 # The plugin package imports this module for its hook whenever the command line starts;
 # the WARC reader (warcio, decoders) is imported only when a resumed crawl asks.
@@ -46,8 +46,8 @@ def find_archived(
     (and not before `crawl_started`, when the crawl that stored it began)."""
     from archiver.api import canonical_key
 
-    from .cdxj import WARC_SUFFIXES
-    from .reader import WarcArchive, open_archive
+    from ..archive_reader.cdxj import WARC_SUFFIXES
+    from ..archive_reader.reader import WarcArchive, open_archive
 
     if not urls or not folder.is_dir():
         return []

@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from archiver.api import UPDATE_NAME, WARC_FOLDER, Crawl, Page, canonical_key, hookimpl
 
-from .capture import Capture
-from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, read_cdxj
-from .members import ReadLimits, read_member
+from ..archive_reader.capture import Capture
+from ..archive_reader.cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, read_cdxj
+from ..archive_reader.members import ReadLimits, read_member
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class StoredCaptures:
                 member = read_member(handle, found.body_offset, self.limits)
             if member.problem:
                 return None
-            from .members import parse_record
+            from ..archive_reader.members import parse_record
 
             record = parse_record(member, path)
             http = record.http_headers
@@ -221,7 +221,7 @@ class StoredCaptures:
         except (OSError, ValueError) as exc:
             log.warning("%s: stored capture unreadable: %s", found.url, exc)
             return None
-        from .capture import parse_status
+        from ..archive_reader.capture import parse_status
 
         status = parse_status(http.get_statuscode())
         reason = http.statusline.split(" ", 1)[1] if " " in http.statusline else ""
@@ -394,7 +394,7 @@ class UpdateLookup:
         found = table.get(page.url)
         if found is None or found.status != page.status or found.digest is None:
             return None
-        from .records import payload_digest
+        from ..archive_reader.digests import payload_digest
 
         if found.digest != payload_digest(page.body):
             return False

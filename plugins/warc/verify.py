@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .digests import digest_matches
-from .members import (
+from ..archive_reader.digests import digest_matches
+from ..archive_reader.members import (
     DEFAULT_LIMITS,
     GZIP_MAGIC,
     GzipProblem,
@@ -39,7 +39,7 @@ from .members import (
     arc_header,
     gzip_members,
 )
-from .payload import dechunk
+from ..archive_reader.payload import dechunk
 
 __all__ = ["Fault", "VerifyReport", "truncate_to_last_good", "verify_file"]
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .capture import Capture
-from .cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, sort_cdxj_file, write_cdxj
+from ..archive_reader.capture import Capture
+from ..archive_reader.cdxj import WARC_SUFFIXES, cdxj_path_for, index_warc, sort_cdxj_file, write_cdxj
 from .records import PageRecords, Serialized
 from .verify import truncate_to_last_good
 

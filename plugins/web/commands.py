@@ -14,10 +14,10 @@ import click
 
 from archiver.api import CRAWL_FOLDERS, UsageError, require_archive
 
-from ..warc.suffixes import IMPORT_NAMES, WACZ_NAME
+from ..archive_reader.suffixes import IMPORT_NAMES, WACZ_NAME
 
 if TYPE_CHECKING:
-    from .library import Library
+    from ..replay.library import Library
 
 # The web application (asyncio, aiohttp, templates) is imported when `serve` runs, not when the
 # command line is built: every other command would pay for it at start-up.
@@ -45,7 +45,7 @@ async def serve_forever(
 
     from aiohttp import web
 
-    from .app import make_app
+    from ..replay.app import make_app
 
     app = make_app(library, host=host, allow_hosts=allow_hosts, cors=cors)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -80,7 +80,7 @@ def _serve(
 ) -> None:
     import asyncio
 
-    from .app import is_loopback, machine_names
+    from ..replay.app import is_loopback, machine_names
 
     if not is_loopback(host):
         names = ", ".join(sorted({*machine_names(), *allow_hosts}))
@@ -100,8 +100,8 @@ def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
         return path
     import tempfile
 
+    from ..archive_reader.importing import import_warcs
     from ..index.reindex import reindex
-    from ..warc.importing import import_warcs
 
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="archiver-wacz-")))
     archive = folder / path.name[: -len(WACZ_NAME)]
@@ -160,7 +160,7 @@ def add_commands(cli: click.Group) -> None:
         archive; nothing is fetched from the live web.  Works while a crawl is still
         writing the archive.
         """
-        from .library import Library
+        from ..replay.library import Library
 
         for origin in cors:
             if origin != "null" and not _ORIGIN.fullmatch(origin.rstrip("/")):

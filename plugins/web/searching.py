@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from archiver.api import ArchiverError
 
-from .library import ArchiveHandle
+from ..replay.library import ArchiveHandle
 
 _MARK = re.compile(r'(<b class="match term\d+">|</b>)')
 

@@ -14,7 +14,7 @@ import html
 
 from aiohttp import web
 
-from ..links.snapshot import static_snapshot
+from ..markup.snapshot import static_snapshot
 from .render import LIBRARY
 from .renderings import KINDS, LABELS
 from .replay import UrlRewriter, rewrite_html

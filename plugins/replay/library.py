@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 from archiver.api import WARC_FOLDER, ArchiveError, UsageError
 
-from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
-from ..warc.reader import Capture, StoredResponse, WarcArchive, open_archive
-from ..warc.suffixes import STORED_NAMES
+from ..archive_reader.reader import Capture, StoredResponse, WarcArchive, open_archive
+from ..archive_reader.suffixes import STORED_NAMES
+from ..markup.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from .fuzzy import SEARCH_LIMIT, stands_in
 
 REFRESH_SECONDS = 2.0

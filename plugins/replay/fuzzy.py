@@ -21,8 +21,8 @@ import re
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
-from ..warc.reader import Capture
-from ..warc.surt import surt
+from ..archive_reader.reader import Capture
+from ..archive_reader.surt import surt
 
 SEARCH_LIMIT = 100
 NOT_FILE_EXTENSIONS = frozenset({"asp", "aspx", "jsp", "php", "pl", "exe", "dll"})

@@ -25,9 +25,9 @@ from warcio.timeutils import iso_date_to_timestamp
 
 from archiver.api import ArchiveError, Page, choose_encoding, is_textual
 
-from ..index.extract import visible_text
-from ..warc.members import parse_record
-from ..warc.reader import Capture, StoredResponse
+from ..archive_reader.members import parse_record
+from ..archive_reader.reader import Capture, StoredResponse
+from ..markup.text import visible_text
 from .library import ArchiveHandle, Found
 
 MAX_TEXT_CHARS = 100_000

@@ -24,9 +24,9 @@ from aiohttp import web
 
 from archiver.api import ArchiveError
 
+from ..qa.pages import qa_page, qa_shot
 from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
-from .qa_view import qa_page, qa_shot
 from .render import (
     CORS_ORIGINS,
     ENVIRONMENT,

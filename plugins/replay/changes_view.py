@@ -11,8 +11,8 @@ from aiohttp import web
 
 from archiver.api import UsageError
 
-from ..warc.changes import KINDS, Change, Comparison, Kind, capture_kind, plan
-from ..warc.changes_report import count_line, describe_run, listed_kinds
+from ..archive_reader.changes import KINDS, Change, Comparison, Kind, capture_kind, plan
+from ..archive_reader.changes_report import count_line, describe_run, listed_kinds
 from .diffing import CaptureText, capture_text, side_by_side, unified
 from .library import ArchiveHandle, Found, site_of
 from .render import LIBRARY, render

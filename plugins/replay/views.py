@@ -11,13 +11,13 @@ from aiohttp import web
 
 from archiver.api import CRAWL_LOG_NAME
 
+from ..web.searching import Filters, run_search
 from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
 from .render import FOLLOWERS, LIBRARY, link_url, render
 from .renderings import LABELS, rendered_path
 from .renderings import kind_of as rendered_kind
 from .replay import replay_path
-from .searching import Filters, run_search
 from .status import LogFollower, crawl_status
 from .target import parse_target
 

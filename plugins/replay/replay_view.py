@@ -32,7 +32,7 @@ from aiohttp import web
 
 from archiver.api import ArchiveError, choose_encoding
 
-from ..warc.reader import MissingOriginal, StoredResponse
+from ..archive_reader.reader import MissingOriginal, StoredResponse
 from .library import Found, Library, seconds
 from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, REPLAY_TOKEN, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html

@@ -9,7 +9,7 @@ they lead nowhere.  Scripts are not rewritten; the Content-Security-Policy the
 server adds keeps whatever they compute inside the server.
 
 The HTML is not re-serialized: the links are found and replaced by the rewriter shared
-with the export (`archiver_plugins.links.rewrite`), which keeps every other byte and
+with the export (`archiver_plugins.markup.rewrite`), which keeps every other byte and
 quotes each rewritten value so that it can never break out of its attribute.  A link
 that would open a new window (``target=_blank``) opens in the same one, since replayed
 pages may open none.
@@ -24,9 +24,9 @@ from urllib.parse import urljoin, urlsplit
 
 from archiver.api import LinkKind
 
-from ..links import rewrite
-from ..links.markup import Tag, disarm_refreshes
-from ..links.rewrite import Edits
+from ..markup import rewrite
+from ..markup.markup import Tag, disarm_refreshes
+from ..markup.rewrite import Edits
 
 REPLAY_PREFIX = "/replay/"
 MISSING_PREFIX = "/missing/"

@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 
-__all__ = ["digest_key", "digest_matches", "parse_digest"]
+__all__ = ["digest_key", "digest_matches", "parse_digest", "payload_digest", "sha1_label"]
 
 _SIZES = {"sha1": 20, "sha256": 32, "sha512": 64, "md5": 16}
 """The algorithms whose values are recognized, and their digest sizes in bytes."""
@@ -71,3 +71,13 @@ def digest_matches(label: str, candidates: list[bytes]) -> bool:
     if algorithm not in _SIZES:
         return True
     return any(hashlib.new(algorithm, data).digest() == expected for data in candidates)
+
+
+def payload_digest(body: bytes) -> str:
+    """``sha1:BASE32``, the digest form warcio, pywb and CDXJ use (and the WARC writer writes)."""
+    return sha1_label(hashlib.sha1(body).digest())
+
+
+def sha1_label(digest: bytes) -> str:
+    """A SHA-1 digest as ``sha1:BASE32``."""
+    return "sha1:" + base64.b32encode(digest).decode("ascii")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..links.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
+from ..markup.snapshot import DOM_PREFIX, SCREENSHOT_PREFIX
 from .library import Found
 
 KINDS = {"dom": DOM_PREFIX, "screenshot": SCREENSHOT_PREFIX}
