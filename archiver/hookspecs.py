@@ -7,7 +7,7 @@ Rules every hook follows:
 * Notification hooks (`crawl_started`, `page_fetched`, `page_rendered`, `fetch_failed`,
   `crawl_finished`) and `discover_links` may be ``async def``; the core awaits what they
   return.  Question hooks (`accept_url`, `extract_links`, `prepare_request`, `configure`,
-  `register_commands`) must be plain functions: pluggy would take an un-awaited coroutine
+  `register_commands`, `register_routes`) must be plain functions: pluggy would take an un-awaited coroutine
   for an answer.
 * Blocking or CPU-heavy work (file writes, compression, indexing) must leave the event
   loop (a thread or a process) through a bounded queue, so a slow plugin slows the crawl
@@ -58,6 +58,19 @@ def register_commands(cli: click.Group) -> None:
     commands (``search``, ``serve`` and ``export`` arrive this way), and give
     ``archiver crawl`` an option for one of the plugin's settings with
     ``archiver.api.add_crawl_option`` (``--browser`` arrives this way).
+    """
+
+
+@hookspec
+def register_routes() -> Iterable[Any] | None:
+    """Add pages to the web application of ``archiver serve`` (as datasette's ``register_routes``).
+
+    Called each time the application is made.  Return aiohttp route definitions, such as
+    ``[aiohttp.web.get("/qa", qa_page)]``; a handler finds the archives served in
+    ``request.app[LIBRARY]`` and renders with ``render`` (both from the bundled replay
+    library's ``render`` module).  The bundled plugins add their pages this way: the
+    search page of `web`, the report of `qa`.  A path the application already answers
+    cannot be taken.  Must be sync.
     """
 
 

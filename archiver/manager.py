@@ -191,6 +191,10 @@ class Hooks:
     def configure(self, config: Config) -> None:
         self._hook.configure(config=config, pm=self.pm)
 
+    def routes(self) -> list[Any]:
+        """The routes every plugin adds to the web application of ``archiver serve``."""
+        return [route for answer in self._hook.register_routes() if answer for route in answer]
+
     async def crawl_started(self, crawl: Crawl) -> None:
         await _await_all(self._hook.crawl_started(crawl=crawl))
 

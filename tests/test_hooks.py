@@ -266,6 +266,35 @@ def test_hook_archive_status(tmp_path: Path) -> None:
     assert Hooks(pm).archive_status(tmp_path) == [("files", 1)]
 
 
+async def test_hook_register_routes(tmp_path: Path) -> None:
+    """A plugin adds a page to `serve`'s application; the bundled search and QA pages arrive so."""
+    from aiohttp.test_utils import TestClient, TestServer
+    from archiver_plugins.replay.app import make_app
+    from archiver_plugins.replay.render import LIBRARY
+
+    class Hello:
+        @hookimpl
+        def register_routes(self) -> list[web.RouteDef]:
+            async def hello(request: web.Request) -> web.Response:
+                return web.Response(text=f"{len(request.app[LIBRARY].handles)} archive")
+
+            return [web.get("/hello", hello)]
+
+    (tmp_path / "warc").mkdir()
+    routes = Hooks(make_plugin_manager(autoload=False, plugins=[Hello()])).routes()
+    client = TestClient(TestServer(make_app([tmp_path], routes=routes), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        hello = await client.get("/hello")
+        assert hello.status == 200 and await hello.text() == "1 archive"
+        assert (await client.get("/search")).status == 404  # no plugin added it
+        assert (await client.get("/browse")).status == 200  # the replay library's own
+    finally:
+        await client.close()
+    bundled = {route.path for route in Hooks(make_plugin_manager()).routes()}  # type: ignore[attr-defined]
+    assert {"/", "/search", "/qa", "/qa/shot"} <= bundled
+
+
 def test_misspelled_hookimpl_is_rejected() -> None:
     class Typo:
         @hookimpl

@@ -22,9 +22,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from archiver.api import ArchiveError
+from archiver.api import ArchiveError, Hooks, make_plugin_manager
 
-from ..qa.pages import qa_page, qa_shot
 from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
 from .render import (
@@ -41,7 +40,7 @@ from .render import (
 from .rendered_view import rendered_record
 from .replay_view import replay, replay_preflight
 from .slots import Slots
-from .views import browse_page, history_page, missing_page, search_page, status_page
+from .views import browse_page, history_page, missing_page, status_page
 
 log = logging.getLogger(__name__)
 
@@ -162,12 +161,17 @@ def make_app(
     refresh_seconds: float = REFRESH_SECONDS,
     allow_hosts: Iterable[str] = (),
     cors: Iterable[str] = (),
+    routes: Iterable[web.AbstractRouteDef] | None = None,
 ) -> web.Application:
     """The web application serving `archives` (folders or WARC files).
 
     `host` is the address the server listens on and `allow_hosts` more names it answers
     to (see `HostCheck`); `cors` are origins whose pages may read replayed responses.
+    `routes` are the pages other plugins add (the ``register_routes`` hook); by default, those
+    of every installed plugin.
     """
+    if routes is None:
+        routes = Hooks(make_plugin_manager()).routes()
     library = archives if isinstance(archives, Library) else Library.open(archives, refresh_seconds)
     app = web.Application(middlewares=[check_host, error_pages], client_max_size=64 * 1024)
     app[LIBRARY] = library
@@ -179,15 +183,12 @@ def make_app(
     app[REPLAY_TOKEN] = secrets.token_urlsafe(18)
     app[DIFF_SLOTS] = Slots(DIFFS_AT_ONCE, DIFFS_WAITING)
     app.on_response_prepare.append(_security_headers)
-    app.router.add_get("/", search_page)
-    app.router.add_get("/search", search_page)
+    app.router.add_routes(routes)
     app.router.add_get("/browse", browse_page)
     app.router.add_get("/history", history_page)
     app.router.add_get("/diff", diff_page)
     app.router.add_get("/changes", changes_page)
     app.router.add_get("/status", status_page)
-    app.router.add_get("/qa", qa_page)
-    app.router.add_get("/qa/shot", qa_shot)
     app.router.add_get("/replay/{tail:.*}", replay)
     app.router.add_route("OPTIONS", "/replay/{tail:.*}", replay_preflight)
     app.router.add_get("/missing/{tail:.*}", missing_page)

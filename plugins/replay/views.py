@@ -1,17 +1,16 @@
-"""The UI pages: search, browse, per-URL history, crawl status, and "not archived"."""
+"""The UI pages: browse, per-URL history, crawl status, and "not archived" (the search page is the
+`web` plugin's, added through the ``register_routes`` hook)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from datetime import date
 from typing import Any
 
 from aiohttp import web
 
 from archiver.api import CRAWL_LOG_NAME
 
-from ..web.searching import Filters, run_search
 from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
 from .render import FOLLOWERS, LIBRARY, link_url, render
@@ -22,86 +21,20 @@ from .status import LogFollower, crawl_status
 from .target import parse_target
 
 _DIGITS = re.compile(r"[0-9]{1,5}")
-PER_PAGE = 10
 URLS_PER_PAGE = 100
 CAPTURES_PER_PAGE = 100
 MAX_PAGE = 1000
 MAX_QUERY = 500
-TYPE_CHOICES = (
-    ("", "any"),
-    ("text/html", "HTML pages"),
-    ("text/plain", "plain text"),
-    ("application/pdf", "PDF"),
-)
 
 
-def _page(request: web.Request) -> int:
+def page_asked(request: web.Request) -> int:
     """The page asked for, 1 for anything but a few ASCII digits ('²'.isdigit() is true too)."""
     raw = request.query.get("page", "1")
     return min(max(int(raw), 1), MAX_PAGE) if _DIGITS.fullmatch(raw) else 1
 
 
-def _day(value: str, end: bool, problems: list[str]) -> str:
-    """An ``<input type=date>`` value as a 14-digit bound, '' when empty or invalid."""
-    if not value:
-        return ""
-    try:
-        day = date.fromisoformat(value)
-    except ValueError:
-        problems.append(f"ignored the date {value!r}: expected YYYY-MM-DD")
-        return ""
-    return day.strftime("%Y%m%d") + ("235959" if end else "000000")
-
-
-def _page_numbers(page: int, pages: int) -> list[int]:
+def page_numbers(page: int, pages: int) -> list[int]:
     return list(range(max(1, page - 4), min(pages, page + 4) + 1))
-
-
-async def search_page(request: web.Request) -> web.Response:
-    library = request.app[LIBRARY]
-    query = request.query
-    q = query.get("q", "").strip()[:MAX_QUERY]
-    site = query.get("site", "").strip().lower()[:200]
-    ctype = query.get("type", "").strip()[:100]
-    date_from, date_to = query.get("from", "")[:10], query.get("to", "")[:10]
-    archive = query.get("archive", "")
-    problems: list[str] = []
-    filters = Filters(
-        site=site,
-        content_type=ctype,
-        date_from=_day(date_from, False, problems),
-        date_to=_day(date_to, True, problems),
-    )
-    handles = library.handles
-    if archive:
-        handles = [library.by_name[archive]] if archive in library.by_name else []
-        if not handles:
-            problems.append(f"no archive called {archive!r}")
-    results = None
-    page = _page(request)
-    if (q or site) and handles:
-        results = await run_search(handles, q, page=page, per_page=PER_PAGE, filters=filters)
-    params = {"q": q, "site": site, "type": ctype, "from": date_from, "to": date_to, "archive": archive}
-    choices = list(TYPE_CHOICES)
-    if ctype and ctype not in dict(choices):
-        choices.append((ctype, ctype))
-    return render(
-        request,
-        "search.html",
-        section="search",
-        q=q,
-        site=site,
-        ctype=ctype,
-        date_from=date_from,
-        date_to=date_to,
-        archive=archive,
-        params=params,
-        type_choices=choices,
-        filters_used=bool(site or ctype or date_from or date_to or archive),
-        results=results,
-        problems=problems,
-        page_numbers=_page_numbers(page, results.pages) if results else [],
-    )
 
 
 def _catalogs(library: Library) -> list[tuple[str, Catalog]]:
@@ -154,7 +87,7 @@ def _site_page(request: web.Request, site: str, catalogs: list[tuple[str, Catalo
         entries = [e for e in entries if type_group(e.latest.mime) == group]
     total = len(entries)
     pages = max(1, -(-total // URLS_PER_PAGE))
-    page = min(_page(request), pages)
+    page = min(page_asked(request), pages)
     shown = entries[(page - 1) * URLS_PER_PAGE : page * URLS_PER_PAGE]
     return render(
         request,
@@ -182,7 +115,7 @@ async def history_page(request: web.Request) -> web.Response:
     status = 200 if found else 404
     total = len(found)
     pages = max(1, -(-total // CAPTURES_PER_PAGE))
-    page = min(_page(request), pages)
+    page = min(page_asked(request), pages)
     end = total - (page - 1) * CAPTURES_PER_PAGE  # newest first
     shown = found[max(end - CAPTURES_PER_PAGE, 0) : end][::-1]
     return render(
@@ -196,7 +129,7 @@ async def history_page(request: web.Request) -> web.Response:
         total=total,
         page=page,
         pages=pages,
-        page_numbers=_page_numbers(page, pages),
+        page_numbers=page_numbers(page, pages),
         kind_of=describe_capture,
         renderings=renderings,
         rendered_path=rendered_path,

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING
 from archiver.api import hookimpl
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import click
+    from aiohttp import web
 
 
 @hookimpl
@@ -15,3 +18,12 @@ def register_commands(cli: click.Group) -> None:
     from .commands import add_commands
 
     add_commands(cli)
+
+
+@hookimpl
+def register_routes() -> Iterable[web.AbstractRouteDef]:
+    from aiohttp import web
+
+    from .searching import search_page
+
+    return [web.get("/", search_page), web.get("/search", search_page)]

@@ -1,4 +1,5 @@
-"""Full-text search over the served archives, through the index plugin's `search` API.
+"""The search page of ``archiver serve``: full-text search over the served archives, through the
+index plugin's `search` API.
 
 Each archive has its own index; with several archives the best results of each are
 merged by score.  The site, content-type and date filters are the index's own, so the
@@ -16,13 +17,17 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
+from aiohttp import web
 from markupsafe import Markup
 
 from archiver.api import ArchiverError
 
 from ..replay.library import ArchiveHandle
+from ..replay.render import LIBRARY, render
+from ..replay.views import MAX_QUERY, page_asked, page_numbers
 
 _MARK = re.compile(r'(<b class="match term\d+">|</b>)')
 
@@ -178,3 +183,71 @@ async def run_search(
     results.hits = merged
     results.elapsed = time.perf_counter() - started
     return results
+
+
+PER_PAGE = 10
+TYPE_CHOICES = (
+    ("", "any"),
+    ("text/html", "HTML pages"),
+    ("text/plain", "plain text"),
+    ("application/pdf", "PDF"),
+)
+
+
+def _day(value: str, end: bool, problems: list[str]) -> str:
+    """An ``<input type=date>`` value as a 14-digit bound, '' when empty or invalid."""
+    if not value:
+        return ""
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        problems.append(f"ignored the date {value!r}: expected YYYY-MM-DD")
+        return ""
+    return day.strftime("%Y%m%d") + ("235959" if end else "000000")
+
+
+async def search_page(request: web.Request) -> web.Response:
+    library = request.app[LIBRARY]
+    query = request.query
+    q = query.get("q", "").strip()[:MAX_QUERY]
+    site = query.get("site", "").strip().lower()[:200]
+    ctype = query.get("type", "").strip()[:100]
+    date_from, date_to = query.get("from", "")[:10], query.get("to", "")[:10]
+    archive = query.get("archive", "")
+    problems: list[str] = []
+    filters = Filters(
+        site=site,
+        content_type=ctype,
+        date_from=_day(date_from, False, problems),
+        date_to=_day(date_to, True, problems),
+    )
+    handles = library.handles
+    if archive:
+        handles = [library.by_name[archive]] if archive in library.by_name else []
+        if not handles:
+            problems.append(f"no archive called {archive!r}")
+    results = None
+    page = page_asked(request)
+    if (q or site) and handles:
+        results = await run_search(handles, q, page=page, per_page=PER_PAGE, filters=filters)
+    params = {"q": q, "site": site, "type": ctype, "from": date_from, "to": date_to, "archive": archive}
+    choices = list(TYPE_CHOICES)
+    if ctype and ctype not in dict(choices):
+        choices.append((ctype, ctype))
+    return render(
+        request,
+        "search.html",
+        section="search",
+        q=q,
+        site=site,
+        ctype=ctype,
+        date_from=date_from,
+        date_to=date_to,
+        archive=archive,
+        params=params,
+        type_choices=choices,
+        filters_used=bool(site or ctype or date_from or date_to or archive),
+        results=results,
+        problems=problems,
+        page_numbers=page_numbers(page, results.pages) if results else [],
+    )
