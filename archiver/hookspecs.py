@@ -68,7 +68,7 @@ def register_routes() -> Iterable[Any] | None:
     Called each time the application is made.  Return aiohttp route definitions, such as
     ``[aiohttp.web.get("/qa", qa_page)]``; a handler finds the archives served in
     ``request.app[LIBRARY]`` and renders with ``render`` (both from the bundled replay
-    library's ``render`` module).  The bundled plugins add their pages this way: the
+    library's ``templating`` module).  The bundled plugins add their pages this way: the
     search page of `web`, the report of `qa`.  A path the application already answers
     cannot be taken.  Must be sync.
     """

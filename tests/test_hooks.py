@@ -270,7 +270,7 @@ async def test_hook_register_routes(tmp_path: Path) -> None:
     """A plugin adds a page to `serve`'s application; the bundled search and QA pages arrive so."""
     from aiohttp.test_utils import TestClient, TestServer
     from archiver_plugins.replay.app import make_app
-    from archiver_plugins.replay.render import LIBRARY
+    from archiver_plugins.replay.templating import LIBRARY
 
     class Hello:
         @hookimpl

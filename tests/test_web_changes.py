@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 from aiohttp.test_utils import TestClient, TestServer
 from archiver_plugins.replay.app import make_app
 from archiver_plugins.replay.diffing import MAX_TEXT_CHARS
-from archiver_plugins.replay.render import UI_CSP
+from archiver_plugins.replay.templating import UI_CSP
 from changing_site import add_not_modified_crawl, crawl_twice, next_second
 from markupsafe import escape
 from warcio.statusandheaders import StatusAndHeaders

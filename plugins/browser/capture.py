@@ -20,7 +20,7 @@ import pluggy
 from archiver.api import Crawl, FetchError, FetchRequisite, Hooks, Link, LinkKind, Page, find_header, hookimpl
 
 from .cache import Answer, ResponseCache
-from .render import Browser, PageSession, Rendering, ResolverRefused
+from .loading import Browser, PageSession, Rendering, ResolverRefused
 from .settings import BrowserSettings
 
 log = logging.getLogger("archiver.browser")

@@ -19,11 +19,11 @@ from pathlib import Path as FsPath
 from archiver.api import ArchiveError, UsageError, __version__
 
 from ..archive_reader.reader import WarcArchive
+from .contents import HTML_TYPES, redirect_page, render, render_snapshot
 from .landing import SiteEntry, landing_page
 from .names import MirrorPath, relative_href
 from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, Plan, build_plan, roots_of
-from .render import HTML_TYPES, redirect_page, render, render_snapshot
 from .rendered import rendered_dom
 from .safedir import Blocked
 from .sinks import MANIFEST_NAME, DirSink, Sink, ZipSink

@@ -46,9 +46,9 @@ from archiver.api import (
 )
 
 from ..archive_reader.reader import Capture, WarcArchive
+from .contents import HTML_TYPES
 from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, build_plan
-from .render import HTML_TYPES
 from .sinks import ExclusiveZip, zip_time
 from .tail import check_tail
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from ..browser.render import (
+from ..browser.loading import (
     CHROMIUM_ARGS,
     FULL_PAGE_MAX_HEIGHT,
     HEIGHT_SCRIPT,
@@ -74,7 +74,7 @@ VIOLATIONS_SCRIPT = """
 
 
 @dataclass(frozen=True, slots=True)
-class Capture:
+class PageToCheck:
     """One archived page to check, with what its browser capture kept (if it was captured so)."""
 
     url: str
@@ -119,7 +119,7 @@ class ReplayServer:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    def page_url(self, capture: Capture) -> str:
+    def page_url(self, capture: PageToCheck) -> str:
         return self.origin + replay_path(capture.timestamp, capture.url, FRAME)
 
     def holds(self, url: str, timestamp: str, status: int | None) -> tuple[bool, int | None]:
@@ -158,7 +158,7 @@ class Site(Protocol):
 
     origin: str
 
-    def page_url(self, capture: Capture) -> str: ...
+    def page_url(self, capture: PageToCheck) -> str: ...
     def archived_url(self, url: str) -> str | None: ...
     def holds(self, url: str, timestamp: str, status: int | None) -> tuple[bool, int | None]: ...
     def in_archive(self, url: str) -> bool: ...
@@ -242,7 +242,7 @@ class PageCheck:
 
     def __init__(
         self,
-        capture: Capture,
+        capture: PageToCheck,
         server: Site,
         settings: CheckSettings,
         compare: Callable[..., Any],

@@ -18,7 +18,7 @@ from archiver.api import UsageError, canonical_key
 
 from ..mirror.sinks import MANIFEST_NAME
 from ..replay.library import Library
-from .checker import Capture
+from .checker import PageToCheck
 
 MAX_MANIFEST_BYTES = 1 << 30
 
@@ -57,7 +57,7 @@ class ExportSite:
     def has_page(self, url: str) -> bool:
         return canonical_key(url) in self.paths
 
-    def page_url(self, capture: Capture) -> str:
+    def page_url(self, capture: PageToCheck) -> str:
         path = self.paths.get(canonical_key(capture.url), "")
         return (self.folder / path).as_uri()
 

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from archiver.api import ArchiveError
 
-from ..replay.render import LIBRARY, render
+from ..replay.templating import LIBRARY, render
 from .results import latest_results, read_runs, screenshot_path
 
 MAX_SHOT_BYTES = 32 * 1024 * 1024

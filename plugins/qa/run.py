@@ -14,9 +14,9 @@ from archiver.api import ArchiveError, UsageError
 
 from ..replay.library import Library
 from .checker import (
-    Capture,
     CheckSettings,
     PageCheck,
+    PageToCheck,
     ReplayServer,
     Site,
     running_browser,
@@ -63,7 +63,7 @@ def archived_pages(library: Library, selection: Selection) -> list[tuple[str, st
     return found
 
 
-def load_capture(library: Library, url: str, timestamp: str) -> Capture:
+def load_capture(library: Library, url: str, timestamp: str) -> PageToCheck:
     """The page with its capture-time screenshot and DOM, when the browser capture kept them."""
     handle = library.handles[0]
     reader = handle.reader()
@@ -77,7 +77,7 @@ def load_capture(library: Library, url: str, timestamp: str) -> Capture:
             found = reader.lookup(f"urn:dom:{url}", timestamp)
             if found is not None:
                 dom = reader.read(found).content(MAX_CAPTURE_BYTES).decode("utf-8", "replace")
-    return Capture(url, timestamp, shot, dom)
+    return PageToCheck(url, timestamp, shot, dom)
 
 
 async def check_archive(

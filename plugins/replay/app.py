@@ -26,7 +26,10 @@ from archiver.api import ArchiveError, Hooks, make_plugin_manager
 
 from .changes_view import DIFF_SLOTS, DIFFS_AT_ONCE, DIFFS_WAITING, changes_page, diff_page
 from .library import REFRESH_SECONDS, Library
-from .render import (
+from .rendered_view import rendered_record
+from .replay_view import replay, replay_preflight
+from .slots import Slots
+from .templating import (
     CORS_ORIGINS,
     ENVIRONMENT,
     FOLLOWERS,
@@ -37,9 +40,6 @@ from .render import (
     make_environment,
     render,
 )
-from .rendered_view import rendered_record
-from .replay_view import replay, replay_preflight
-from .slots import Slots
 from .views import browse_page, history_page, missing_page, status_page
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from ..archive_reader.changes import KINDS, Change, Comparison, Kind, capture_ki
 from ..archive_reader.changes_report import count_line, describe_run, listed_kinds
 from .diffing import CaptureText, capture_text, side_by_side, unified
 from .library import ArchiveHandle, Found, site_of
-from .render import LIBRARY, render
 from .slots import Slots
+from .templating import LIBRARY, render
 
 _TIMESTAMP = re.compile(r"[0-9]{14}")
 _NUMBER = re.compile(r"[0-9]{1,6}")

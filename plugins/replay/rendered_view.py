@@ -15,11 +15,11 @@ import html
 from aiohttp import web
 
 from ..markup.snapshot import static_snapshot
-from .render import LIBRARY
 from .renderings import KINDS, LABELS
 from .replay import UrlRewriter, rewrite_html
 from .replay_view import INERT_CSP, MAX_REWRITE
 from .target import parse_target
+from .templating import LIBRARY
 
 
 def _banner(url: str, timestamp: str) -> str:

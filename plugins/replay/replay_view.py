@@ -34,9 +34,9 @@ from archiver.api import ArchiveError, choose_encoding
 
 from ..archive_reader.reader import MissingOriginal, StoredResponse
 from .library import Found, Library, seconds
-from .render import CORS_ORIGINS, ENVIRONMENT, LIBRARY, REPLAY_TOKEN, link_url
 from .replay import FRAME, IDENTITY, UrlRewriter, replay_path, rewrite_html
 from .target import Target, parse_target
+from .templating import CORS_ORIGINS, ENVIRONMENT, LIBRARY, REPLAY_TOKEN, link_url
 from .views import missing_response
 
 REPLAY_CSP = (

@@ -13,12 +13,12 @@ from archiver.api import CRAWL_LOG_NAME
 
 from .changes_view import describe_capture
 from .library import TYPE_GROUPS, Catalog, Library, UrlEntry, site_of, type_group
-from .render import FOLLOWERS, LIBRARY, link_url, render
 from .renderings import LABELS, rendered_path
 from .renderings import kind_of as rendered_kind
 from .replay import replay_path
 from .status import LogFollower, crawl_status
 from .target import parse_target
+from .templating import FOLLOWERS, LIBRARY, link_url, render
 
 _DIGITS = re.compile(r"[0-9]{1,5}")
 URLS_PER_PAGE = 100

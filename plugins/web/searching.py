@@ -26,7 +26,7 @@ from markupsafe import Markup
 from archiver.api import ArchiverError
 
 from ..replay.library import ArchiveHandle
-from ..replay.render import LIBRARY, render
+from ..replay.templating import LIBRARY, render
 from ..replay.views import MAX_QUERY, page_asked, page_numbers
 
 _MARK = re.compile(r'(<b class="match term\d+">|</b>)')
@@ -58,7 +58,7 @@ def safe_snippet(snippet: str) -> Markup:
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
+class ShownHit:
     url: str
     title: str
     time: str
@@ -72,7 +72,7 @@ class Hit:
 @dataclass
 class Results:
     query: str
-    hits: list[Hit] = field(default_factory=list)
+    hits: list[ShownHit] = field(default_factory=list)
     total: int = 0
     page: int = 1
     per_page: int = 10
@@ -89,7 +89,7 @@ class Results:
 
 
 @dataclass(frozen=True, slots=True)
-class Filters:
+class FormFilters:
     site: str = ""
     content_type: str = ""
     date_from: str = ""
@@ -99,15 +99,15 @@ class Filters:
 
 @dataclass
 class _Answer:
-    hits: list[Hit]
+    hits: list[ShownHit]
     total: int
     suggestion: str | None
     notes: list[str]
     approximate: bool = False
 
 
-def _hit(raw: Any, archive: str) -> Hit:
-    return Hit(
+def _hit(raw: Any, archive: str) -> ShownHit:
+    return ShownHit(
         url=raw.url,
         title=raw.title or "",
         time=raw.time or "",
@@ -129,7 +129,7 @@ def _notes(result: Any) -> list[str]:
 
 
 def _search_one(
-    handle: ArchiveHandle, text: str, page: int, per_page: int, filters: Filters, merging: bool
+    handle: ArchiveHandle, text: str, page: int, per_page: int, filters: FormFilters, merging: bool
 ) -> _Answer:
     """This archive's hits for one page (`merging`: all hits up to that page)."""
     from ..index.search import search
@@ -149,7 +149,7 @@ def _search_one(
 
 
 async def run_search(
-    handles: Sequence[ArchiveHandle], query: str, *, page: int, per_page: int, filters: Filters
+    handles: Sequence[ArchiveHandle], query: str, *, page: int, per_page: int, filters: FormFilters
 ) -> Results:
     """One page of results over `handles`; an archive whose index fails adds an error line."""
     started = time.perf_counter()
@@ -159,7 +159,7 @@ async def run_search(
         *(asyncio.to_thread(_search_one, h, query, page, per_page, filters, merging) for h in handles),
         return_exceptions=True,
     )
-    merged: list[Hit] = []
+    merged: list[ShownHit] = []
     for handle, answer in zip(handles, answers, strict=True):
         if isinstance(answer, ArchiverError):
             results.errors.append(f"{handle.name}: {answer}" if merging else str(answer))
@@ -215,7 +215,7 @@ async def search_page(request: web.Request) -> web.Response:
     date_from, date_to = query.get("from", "")[:10], query.get("to", "")[:10]
     archive = query.get("archive", "")
     problems: list[str] = []
-    filters = Filters(
+    filters = FormFilters(
         site=site,
         content_type=ctype,
         date_from=_day(date_from, False, problems),
