@@ -41,10 +41,8 @@ from archiver.api import (
     read_history,
 )
 
-from .results import latest_results, qa_folder
+from .results import PATCH_CONFIG, latest_results, qa_folder
 
-PATCH_CONFIG = "patch.toml"
-"""The settings of the patch under way (its roots: the missing URLs), for its resume."""
 PATCHED = "patched.jsonl"
 
 
@@ -154,10 +152,3 @@ def pages_lacking(archive: Path, urls: Iterable[str]) -> set[str]:
         for page in latest_results(archive).values()
         if any(request.url in wanted for request in page.missing)
     }
-
-
-def interrupted_words(archive: Path) -> str | None:
-    """For `archiver status`: a patch that was killed leaves the archive's settings aside."""
-    if (qa_folder(archive) / CONFIG_NAME).is_file() or (qa_folder(archive) / PATCH_CONFIG).is_file():
-        return f"interrupted; run `archiver qa --patch {archive}` to finish it"
-    return None

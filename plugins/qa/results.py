@@ -17,11 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from archiver.api import QA_FOLDER
+from archiver.api import CONFIG_NAME, QA_FOLDER
 
 from .records import PageResult
 
 RUNS_NAME = "runs.jsonl"
+PATCH_CONFIG = "patch.toml"
+"""The settings of the patch under way (its roots: the missing URLs), for its resume."""
 WORST_KEPT = 20
 MAX_HELD_KEPT = 10_000
 MAX_RUNS_BYTES = 16 * 1024 * 1024
@@ -217,8 +219,6 @@ def status_lines(archive: Path) -> Iterable[tuple[str, Any]] | None:
     runs = read_runs(archive) if archive.is_dir() else []
     if not runs:
         return None
-    from .patch import interrupted_words
-
     lines: list[tuple[str, Any]] = []
     patch = interrupted_words(archive)
     if patch is not None:
@@ -244,3 +244,10 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def interrupted_words(archive: Path) -> str | None:
+    """For `archiver status`: a patch that was killed leaves the archive's settings aside."""
+    if (qa_folder(archive) / CONFIG_NAME).is_file() or (qa_folder(archive) / PATCH_CONFIG).is_file():
+        return f"interrupted; run `archiver qa --patch {archive}` to finish it"
+    return None
