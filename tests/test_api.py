@@ -100,3 +100,13 @@ def test_lazy_attributes_import_a_name_on_first_use(tmp_path: Path) -> None:
         "False True True",
         "module 'lazy_pkg' has no attribute 'Missing'",
     ]
+
+
+def test_the_guide_lists_exactly_the_public_names() -> None:
+    """docs/plugins.md's "What is public" names every name of `archiver.api`, and no other."""
+    text = GUIDE.read_text(encoding="utf-8")
+    start = text.index("| for | names |", text.index("## What is public"))
+    table = text[start : text.index("\n\n", start)]
+    listed = re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", table)
+    assert len(listed) == len(set(listed))
+    assert set(listed) == set(archiver.api.__all__)
