@@ -153,6 +153,18 @@ log = logging.getLogger("archiver")
     metavar="URL|env",
     help="Send every request through this http:// proxy; 'env' uses HTTP_PROXY, HTTPS_PROXY, NO_PROXY.",
 )
+@click.option(
+    "--ca-certificate",
+    metavar="FILE",
+    help="Also trust the certificate authorities of this PEM file (an intranet's own).",
+)
+@click.option(
+    "--no-check-certificate",
+    "no_check_certificate",
+    is_flag=True,
+    default=None,
+    help="Accept any TLS certificate (expired, self-signed, another host's): warned, and said in the WARC.",
+)
 @plugin_options
 @output_options
 def crawl_command(
@@ -167,6 +179,7 @@ def crawl_command(
     ignore_robots: bool | None,
     no_cookies: bool | None,
     cookies_file: str | None,
+    no_check_certificate: bool | None,
     **options: Any,
 ) -> None:
     """Crawl the site(s) at URLS into the archive folder ARCHIVE.
@@ -200,6 +213,10 @@ def crawl_command(
         overrides["robots"] = False
     if no_cookies:
         overrides["cookies"] = False
+    if no_check_certificate:
+        overrides["check_certificate"] = False
+    if options.get("ca_certificate"):
+        overrides["ca_certificate"] = str(Path(options["ca_certificate"]).expanduser().resolve())
     if cookies_file:
         if no_cookies:
             raise click.UsageError("give --cookies FILE or --no-cookies, not both")
@@ -231,6 +248,11 @@ def crawl_command(
     from ..credentials import SiteCredentials
 
     SiteCredentials(config)  # a header, netrc entry or credential missing: said before anything is written
+    from ..tls import UNCHECKED_WARNING, client_context
+
+    client_context(config)  # an unreadable --ca-certificate: said before anything is written
+    if not config.check_certificate:
+        log.warning(UNCHECKED_WARNING)
     if config.cookies_file and (cookies_file or resume_archive is None):
         from ..cookies import read_cookies_file
 
