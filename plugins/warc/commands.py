@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -53,34 +54,53 @@ def warc_group() -> None:
 def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
     """Verify WARC files strictly: gzip members, lengths, digests.
 
-    PATHS are archive folders, folders of WARC files or WARC files.  Every fault is
-    printed with its file, byte offset and record; the exit status is 1 when any
-    fault was found.
+    PATHS are archive folders, folders of WARC files, WARC files or WACZ files (their WARC
+    files checked as they are in the zip).  Every fault is printed with its file, byte
+    offset and record; the exit status is 1 when any fault was found.
     """
     from .members import ReadLimits
     from .verify import truncate_to_last_good, verify_file
+    from .wacz_input import is_wacz, wacz_members
 
-    files = warc_files(paths)
-    if not files:
-        raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
-    faults = 0
-    damaged = 0
-    for path in files:
-        limits = ReadLimits.for_archive(path.parent)
-        report = verify_file(path, limits)
-        faults += len(report.faults)
-        for fault in report.faults:
-            click.echo(printable(str(fault)))
-        if report.ok:
-            if not quiet:
-                click.echo(printable(f"ok {path} ({plural(report.records, 'record')})"))
-            continue
-        damaged += 1
-        if truncate and any(f.fatal for f in report.faults):
-            if not os.access(path, os.W_OK):
-                raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
-            cut = truncate_to_last_good(path, limits)
-            click.echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
+    with contextlib.ExitStack() as unpacked:
+        shown: dict[Path, str] = {}
+        """Folder a WACZ's WARC files were copied to -> the WACZ, as the lines name them."""
+        files: list[Path] = []
+        for given in paths:
+            if is_wacz(given):
+                if truncate:
+                    raise UsageError(f"{given}: --truncate cuts WARC files, not the WARC files inside a WACZ")
+                folder, members = wacz_members(given, unpacked)
+                shown[folder] = str(given)
+                files.extend(members)
+            else:
+                files.extend(warc_files([given]))
+        if not files:
+            raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
+
+        def named(text: str) -> str:
+            for folder, wacz in shown.items():
+                text = text.replace(str(folder), wacz)
+            return printable(text)
+
+        faults = 0
+        damaged = 0
+        for path in files:
+            limits = ReadLimits.for_archive(path.parent)
+            report = verify_file(path, limits)
+            faults += len(report.faults)
+            for fault in report.faults:
+                click.echo(named(str(fault)))
+            if report.ok:
+                if not quiet:
+                    click.echo(named(f"ok {path} ({plural(report.records, 'record')})"))
+                continue
+            damaged += 1
+            if truncate and any(f.fatal for f in report.faults):
+                if not os.access(path, os.W_OK):
+                    raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
+                cut = truncate_to_last_good(path, limits)
+                click.echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
     if faults:
         raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
     if not quiet:
@@ -91,10 +111,25 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
 @click.argument("archive", type=click.Path(path_type=Path))
 @json_option("One JSON object per line.")
 def ls(archive: Path, as_json: bool) -> None:
-    """List every capture: time, status, type, size (bytes stored) and URL."""
+    """List every capture: time, status, type, size (bytes stored) and URL.
+
+    ARCHIVE is an archive folder, a folder of WARC files, a WARC file or a WACZ file."""
+    with contextlib.ExitStack() as unpacked:
+        _list(_readable(archive, unpacked), as_json)
+
+
+def _readable(archive: Path, unpacked: contextlib.ExitStack) -> Path:
+    """`archive` checked, or for a WACZ file an archive of its WARC files (removed with `unpacked`)."""
+    from .wacz_input import is_wacz, unpacked_wacz
+
+    if is_wacz(archive):
+        return unpacked_wacz(archive, unpacked)
+    return require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
+
+
+def _list(archive: Path, as_json: bool) -> None:
     from .reader import open_archive
 
-    require_archive(archive, also=("warc",), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
     if not as_json and sys.stdout.isatty():
         click.echo(f"{'TIMESTAMP':<14} {'ST':>3} {'TYPE':<24} {'SIZE':>9} URL")  # ST: HTTP status

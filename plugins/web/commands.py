@@ -15,7 +15,7 @@ import click
 from archiver.archive import require_archive
 from archiver.errors import UsageError
 
-from ..warc.suffixes import IMPORT_NAMES, WACZ_NAME
+from ..warc.suffixes import IMPORT_NAMES
 
 if TYPE_CHECKING:
     from .library import Library
@@ -97,17 +97,13 @@ def _serve(
 def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
     """`path`, or for a WACZ file an archive unpacked from it into a temporary folder
     (its WARC files placed and indexed for search as `reindex --warc` does), removed at exit."""
-    if not (path.is_file() and path.name.endswith(WACZ_NAME)):
+    from ..warc.wacz_input import is_wacz, unpacked_wacz
+
+    if not is_wacz(path):
         return path
-    import tempfile
-
     from ..index.reindex import reindex
-    from ..warc.importing import import_warcs
 
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="archiver-wacz-")))
-    archive = folder / path.name[: -len(WACZ_NAME)]
-    archive.mkdir()
-    import_warcs([path], archive)
+    archive = unpacked_wacz(path, stack)
     reindex(archive, processes=1)
     if not quiet:
         click.echo(f"Unpacked {path} into {archive} (removed when the server stops)", err=True)
