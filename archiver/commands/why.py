@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,7 +24,13 @@ from . import json_option
     is_flag=True,
     help="Judge a URL the crawl never met as a page requisite (image, CSS, script), not a followed link.",
 )
-def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: bool) -> None:
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print nothing: exit 0 when the crawl takes every URL, 1 when it leaves one (as grep -q).",
+)
+def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: bool, quiet: bool) -> None:
     """Say for each URL whether the crawl in ARCHIVE takes it, and which rule decided.
 
     Shows the crawl log's record of the URL (fetched, failed or skipped, with the
@@ -44,6 +51,8 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: 
         logged = find_in_log(archive, url)
         kind = LinkKind.REQUISITE if requisite and logged is None else None
         results.append(explain(url, config, robots, logged=logged, kind=kind))
+    if quiet:
+        sys.exit(0 if all(result.in_scope for result in results) else 1)
     if as_json:
         click.echo(json.dumps([asdict(r) for r in results], indent=2))
         return
