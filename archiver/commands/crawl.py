@@ -15,6 +15,7 @@ from ..terminal import echo, setup_logging
 from . import output_options, plugin_options
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..history import Mode
 
 log = logging.getLogger("archiver")
@@ -277,6 +278,8 @@ def crawl_command(
     mode: Mode = "recrawl" if recrawl else "crawl"
     if update is not None:
         mode, recrawl = plan_update(config)
+        if mode == "update" and resume_archive is None:
+            _say_replaced_settings(config)
     proceed, message = plan_run(config, recrawl=recrawl)
     if mode == "update" and recrawl:
         message = f"Updating {config.output}: crawling again from its roots, fetching only what changed."
@@ -289,6 +292,23 @@ def crawl_command(
 
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)
+
+
+def _say_replaced_settings(config: Config) -> None:
+    """Warn that `crawl --update URL -o ARCHIVE` replaces the settings ARCHIVE's crawl was made with."""
+    from ..resume import replaced_settings
+
+    changed = replaced_settings(config, Path(config.output))
+    if not changed:
+        return
+    shown = "; ".join(changed[:8]) + (f"; and {len(changed) - 8} more" if len(changed) > 8 else "")
+    log.warning(
+        "this command line replaces settings saved in %s: %s (they are saved for later runs too;"
+        " `archiver crawl --update %s` alone keeps the saved ones)",
+        config.output,
+        shown,
+        config.output,
+    )
 
 
 def _with_scheme(root: str) -> str | None:
