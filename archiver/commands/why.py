@@ -39,9 +39,15 @@ def why_command(archive: Path, urls: tuple[str, ...], as_json: bool, requisite: 
     """
     from ..config import load_config
     from ..robots import agent_token, saved_robots
+    from ..status import imported_status
     from ..why import explain, find_in_log, render
 
     config_path = archive / "crawl.toml"
+    if archive.is_dir() and imported_status(archive) is not None:
+        raise UsageError(
+            f"{archive} holds WARC files imported by `archiver reindex --warc`: no crawl of its own"
+            f" chose their URLs, so no rule decided them (`archiver warc ls {archive}` lists them)"
+        )
     if not config_path.is_file():
         raise UsageError(f"{archive} is not an archive (no crawl.toml)")
     config = load_config(config_path)
