@@ -7,6 +7,7 @@ becomes 130 (SIGTERM 143) after the crawl has flushed what it had.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -28,7 +29,20 @@ from .manager import Hooks, make_plugin_manager
 from .terminal import echo, printable
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """The command group: a command whose reader went away exits as `_reader_gone` says (click
+    would exit 1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            return _reader_gone()
+
+
+@click.group(
+    cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="archiver")
 # Read by `plugins_before_start` before click parses anything; declared here so that any command
 # (a plugin's own included) can follow them: `archiver --plugin MODULE COMMAND`.
@@ -147,3 +161,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _reader_gone() -> int:
+    """Exit 0, quietly, once the reader of standard output has gone (`archiver search A q | head -1`):
+    what it did not read it did not want, and `set -o pipefail` scripts go on.
+
+    Standard output is pointed at /dev/null so that the interpreter's last flush of what is
+    still buffered cannot fail again on the way out.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # no file descriptor behind sys.stdout (a test's capture)
+    finally:
+        os.close(devnull)
+    return 0

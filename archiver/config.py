@@ -103,6 +103,10 @@ class Config:
     redact_credentials: bool = False
     proxy: str = setting("", check=proxy_problem)
     """'' (none), 'env' (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) or the proxy's http:// URL."""
+    check_certificate: bool = True
+    """False accepts any TLS certificate (--no-check-certificate): warned, and said in the warcinfo."""
+    ca_certificate: str = ""
+    """A PEM file of certificate authorities trusted besides the system's (--ca-certificate)."""
 
     # [plugins]
     enable: tuple[str, ...] = ()

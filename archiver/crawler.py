@@ -28,9 +28,8 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .errors import ArchiverError, FetchError, SeedError
+from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, ProxyUnreachable, SeedError
 from .fetcher import (
-    RETRYABLE_KINDS,
     GuardedResolver,
     compare_with_stored,
     default_headers,
@@ -591,7 +590,15 @@ class Crawler:
         proxy = self.identity.proxy_for(item.url)
         if proxy is not None:
             await self._resolver.check_target(item.url)
-        page = await fetch(self._session, item, headers, config, proxy)
+        try:
+            page = await fetch(self._session, item, headers, config, proxy)
+        except FetchError as exc:
+            if exc.kind == "proxy":
+                command = f"archiver crawl --{'update' if self.crawl.mode == 'update' else 'resume'}"
+                raise ProxyUnreachable(
+                    f"{exc.message}: the crawl stopped; run `{command} {self.archive}` once it answers"
+                ) from None
+            raise
         self.identity.seen(page.headers)
         if self.config.redact_credentials:
             page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))

@@ -56,6 +56,18 @@ class FetchError(ArchiverError):
         self.attempts = attempts
 
 
+RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
+"""The `FetchError` kinds another try may cure; a refused certificate ("certificate") or
+address ("refused") is the same on every try."""
+
+
+class ProxyUnreachable(ArchiverError):
+    """The proxy every request goes through does not answer: every URL would fail alike, so the
+    crawl stops (resumable) instead of failing them one by one."""
+
+    exit_code = 1
+
+
 _EXHAUSTED_ERRNO = {
     errno.ENOSPC: "no space left on device",
     errno.EDQUOT: "disk quota exceeded",

@@ -13,8 +13,10 @@ import collections
 import dataclasses
 import functools
 import logging
+import os
 import resource
 import socket
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -34,6 +36,7 @@ from .errors import FetchError, exhausted
 from .frontier import Item
 from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
+from .tls import certificate_problem, client_context
 from .urls import literal_address, resolve_url, wire_url
 
 if TYPE_CHECKING:
@@ -45,8 +48,6 @@ _THREAD_DECODE_OVER = 512 * 1024
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
-
 
 @asynccontextmanager
 async def open_session(
@@ -56,6 +57,7 @@ async def open_session(
 ) -> AsyncIterator[aiohttp.ClientSession]:
     """One pooled session per crawl, created inside the running loop; no cookies without `cookie_jar`."""
     connector = _PeerRecordingConnector(
+        ssl=client_context(config),
         guard=resolver.guard if isinstance(resolver, GuardedResolver) else None,
         proxies=resolver.proxies if isinstance(resolver, GuardedResolver) else frozenset(),
         max_idle=idle_connections_allowed(),
@@ -196,6 +198,10 @@ def default_headers(config: Config) -> dict[str, str]:
 def _failure_kind(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, AddressRefused):
         return "refused"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "certificate"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return "proxy"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return "dns"
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
@@ -207,15 +213,34 @@ def _failure_kind(exc: BaseException) -> str:
     return "network"
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, proxy: str | None) -> str:
     if isinstance(exc, TimeoutError) and not str(exc):
         return "timed out"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        refusal = exc.certificate_error
+        if isinstance(refusal, ssl.SSLCertVerificationError):
+            return certificate_problem(refusal, exc.host)
+        return f"TLS certificate of {exc.host} refused: {refusal}"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        shown = str(URL(proxy).with_user(None)) if proxy else "the proxy"
+        return f"cannot reach the proxy {shown}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake failed: {_os_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, AddressRefused):
         return f"address guard: {exc.os_error}"
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"cannot connect: {exc.os_error.strerror or exc.os_error}"
     text = str(exc) or type(exc).__name__
     return text if len(text) < 300 else text[:300] + "..."
+
+
+def _os_reason(error: OSError) -> str:
+    """ "connection refused" rather than asyncio's "Connect call failed ('127.0.0.1', 9)"."""
+    if error.errno:
+        return os.strerror(error.errno).lower()
+    if isinstance(error, ssl.SSLError):
+        return error.reason or str(error)
+    return str(error.strerror or error)
 
 
 async def _read_body(
@@ -457,7 +482,7 @@ async def _fetch_once(
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
         if exhausted(exc) is not None:
             raise  # no socket to be had: every URL would fail alike, so the crawl stops (resumable)
-        raise FetchError(item.url, _describe(exc), kind=_failure_kind(exc)) from exc
+        raise FetchError(item.url, _describe(exc, proxy), kind=_failure_kind(exc)) from exc
     elapsed = time.monotonic() - started
     if not any(k.lower() == "host" for k, _ in request_headers):
         request_headers = (("Host", URL(target, encoded=True).raw_host or ""), *request_headers)

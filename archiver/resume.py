@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .archive import saved_config
-from .config import Config, load_config
-from .errors import ArchiveError, ArchiveLockedError, UsageError
+from .config import SECTIONS, Config, load_config
+from .errors import ArchiveError, ArchiveLockedError, ConfigError, UsageError
 from .history import Mode, interrupted_update
 from .layout import CONFIG_NAME, STATE_NAME
 from .status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
@@ -37,6 +37,46 @@ def resumed_config(archive: Path, overrides: Mapping[str, Any], *, update: bool 
             )
         raise UsageError(f"{archive} has no {CONFIG_NAME}: nothing to resume")
     return load_config(saved, {**overrides, "output": str(archive)})
+
+
+_NOT_SETTINGS = frozenset({"roots", "output"})
+"""Fields of `Config` that name what is crawled and where, not how."""
+
+
+def replaced_settings(config: Config, archive: Path) -> list[str]:
+    """``delay 0 -> auto``: each setting saved in `archive` that `config` gives another value.
+
+    `crawl --update URL -o ARCHIVE` builds its settings from the defaults and its command line,
+    as a first crawl does, and they are saved for the next run: without a word, a ``--delay 0``
+    given to the first crawl would be lost on every later update.  Empty when `archive` holds
+    no readable crawl.toml.
+    """
+    try:
+        saved = load_config(archive / CONFIG_NAME)
+    except (ArchiveError, ConfigError, OSError):
+        return []
+    changed = []
+    for section, names in SECTIONS.items():
+        for name in names:
+            before, after = getattr(saved, name), getattr(config, name)
+            if name not in _NOT_SETTINGS and before != after:
+                changed.append(f"[{section}] {name} {_shown(name, before)} -> {_shown(name, after)}")
+    changed.extend(
+        f"[plugins.{name}]"
+        for name in sorted({*saved.plugins, *config.plugins})
+        if saved.plugin(name) != config.plugin(name)
+    )
+    return changed
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "delay" and isinstance(value, float) and value < 0:
+        return "auto"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(repr, value)) + "]"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def plan_update(config: Config) -> tuple[Mode, bool]:

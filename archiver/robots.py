@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 
 from .config import Config
-from .errors import FetchError
+from .errors import RETRYABLE_KINDS, FetchError
 from .layout import ROBOTS_LOG_NAME
 from .model import Page
 from .politeness import HostLimiter, retry_after_seconds
@@ -114,12 +114,15 @@ class RobotsEntry:
     crawl_delay: float | None = None
     unreachable: bool = False
     """No HTTP answer (refused, DNS, timeout): the host itself is down, not its robots.txt."""
+    lasting: bool = False
+    """The failure is one every try would meet (a refused certificate): said as it is."""
 
     def verdict(self, url: str, agent: str, max_failures: int) -> RobotsVerdict:
         if self.state == UNAVAILABLE:
             if self.failures >= max_failures:
                 if self.unreachable:
-                    return RobotsVerdict(False, f"host unreachable: {self.note}", unreachable=True)
+                    said = self.note if self.lasting else f"host unreachable: {self.note}"
+                    return RobotsVerdict(False, said, unreachable=True)
                 return RobotsVerdict(False, f"robots.txt unavailable, host skipped: {self.note}")
             return RobotsVerdict(False, f"robots.txt unavailable for now: {self.note}")
         if self.state == ALLOW_ALL or self.parser is None:
@@ -241,7 +244,12 @@ class RobotsCache:
                 async with self.limiter.slot(url):
                     page = await self.fetch_one(url)
             except FetchError as exc:
-                return self._unavailable(origin, failures, f"{url}: {exc.message}", None, unreachable=True)
+                note = f"{url}: {exc.message}"
+                if exc.kind not in RETRYABLE_KINDS:  # a refused certificate: the same on every try
+                    return self._unavailable(
+                        origin, self.max_failures - 1, exc.message, None, unreachable=True, final=True
+                    )
+                return self._unavailable(origin, failures, note, None, unreachable=True)
             await self.on_fetched(page)
             if not page.is_redirect:
                 break
@@ -278,8 +286,17 @@ class RobotsCache:
         return entry
 
     def _unavailable(
-        self, origin: str, failures: int, note: str, page: Page | None, *, unreachable: bool = False
+        self,
+        origin: str,
+        failures: int,
+        note: str,
+        page: Page | None,
+        *,
+        unreachable: bool = False,
+        final: bool = False,
     ) -> RobotsEntry:
+        """The origin's robots.txt unavailable after one more failure; `final` when no other
+        try is worth making."""
         failures += 1
         wait = self.config.retry_backoff * 2 ** (failures - 1)
         if page is not None:
@@ -291,10 +308,11 @@ class RobotsCache:
         entry = RobotsEntry(
             origin,
             UNAVAILABLE,
-            f"{note} ({tries})",
+            note if final else f"{note} ({tries})",
             failures=failures,
             retry_at=time.monotonic() + wait,
             unreachable=unreachable,
+            lasting=final,
         )
         log.info("robots.txt of %s unavailable (%s); next try in %.1f s", origin, note, wait)
         if failures < self.max_failures:

@@ -35,7 +35,7 @@ from .layout import CRAWL_LOG_NAME, REPORT_NAME, STATE_NAME
 from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
-from .status import LIMIT_NAMES, stop_words
+from .status import limit_remedy, stop_words
 from .terminal import echo
 from .units import plural, size
 
@@ -182,11 +182,12 @@ def crawl_and_report(
         sys.exit(128 + int(signum))
     if crawl.limit is not None and not crawl.complete:
         if not quiet and not as_json:
-            click.echo(
-                f"{stop_words(crawl.limit)}. Run the same command again to {again}"
-                + (" (raise the limit first)." if crawl.limit.startswith(LIMIT_NAMES) else "."),
-                err=True,
-            )
+            command = f"archiver crawl --{'update' if mode == 'update' else 'resume'} {config.output}"
+            remedy = limit_remedy(crawl.limit, command)
+            if remedy is None:
+                click.echo(f"{stop_words(crawl.limit)}. Run the same command again to {again}.", err=True)
+            else:
+                click.echo(f"{stop_words(crawl.limit)}; {remedy}.", err=True)
         sys.exit(LIMIT_EXIT_CODE)
     return crawl
 

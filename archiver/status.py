@@ -40,6 +40,8 @@ class ArchiveStatus:
     """For a worker of a crawl shared by many processes: the crawl's name, workers, errors."""
     limit: str | None = None
     """The limit that stopped the last run of a resumable crawl, in words."""
+    limit_use: list[str] = field(default_factory=list)
+    """How much of `max_bytes` and `max_time` the crawl used (`used_of_limits`)."""
     queue: QueueView | None = None
     """What the queue holds (`with_queue`)."""
     headline: str | None = None
@@ -57,6 +59,7 @@ class ArchiveStatus:
             "pid": self.holder.pid if self.holder and self.state == RUNNING else None,
             "stale_lock": self.stale_lock,
             "limit_reached": self.limit,
+            **({"limit_use": self.limit_use} if self.limit_use else {}),
             **({"queue": asdict(self.queue)} if self.queue is not None else {}),
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
@@ -65,6 +68,52 @@ class ArchiveStatus:
 
 
 LIMIT_NAMES = ("max_bytes", "max_time", "min_free_disk")
+
+
+_RAISED_BY = {"max_bytes": "--max-bytes SIZE", "max_time": "--max-time DURATION"}
+
+
+def limit_remedy(limit: str, command: str) -> str | None:
+    """What lets a crawl stopped at `limit` go on, with `command` (``archiver crawl --resume A``)
+    to run; None for a stop that is no limit.
+
+    Every run of a crawl counts toward `max_bytes` and `max_time`, so running the same command
+    again would stop at once: the limit must be raised; `min_free_disk` must be lowered, or
+    space freed.
+    """
+    name = limit.split(maxsplit=1)[0].rstrip(":")
+    if name in _RAISED_BY:
+        return f"to go on, raise it (every run of this crawl counts): `{command} {_RAISED_BY[name]}`"
+    if name == "min_free_disk":
+        return (
+            f"to go on, free some space on the archive's disk and run `{command}`,"
+            f" or lower the floor: `{command} --min-free-disk SIZE` (0: none)"
+        )
+    return None
+
+
+def used_of_limits(archive: Path) -> list[str]:
+    """``received 1.2 MB of max_bytes 1.0 MB``: what the last crawl of `archive` used of its
+    byte and time limits, its runs that ended counted; empty without such limits."""
+    from .archive import saved_config
+    from .history import read_history
+    from .units import human_duration, size
+
+    try:
+        limits = saved_config(archive).get("limits", {})
+        runs = read_history(archive)
+    except (ArchiveError, OSError, ValueError):
+        return []
+    if not runs or not isinstance(limits, dict):
+        return []
+    last = runs[-1]
+    used = []
+    max_bytes, max_time = limits.get("max_bytes"), limits.get("max_time")
+    if isinstance(max_bytes, int) and max_bytes > 0:
+        used.append(f"received {size(last.received)} of max_bytes {size(max_bytes)}")
+    if isinstance(max_time, int | float) and max_time > 0:
+        used.append(f"crawled {human_duration(last.seconds)} of max_time {human_duration(max_time)}")
+    return used
 
 
 def stop_words(reason: str) -> str:
@@ -118,6 +167,8 @@ def archive_status(archive: Path) -> ArchiveStatus:
         status = ArchiveStatus(archive, state, counts, "sqlite", holder, stale, hosts=hosts)
         if state == RESUMABLE:
             status.limit = _report_limit(archive)
+            if status.limit is not None:
+                status.limit_use = used_of_limits(archive)
         return status
     if running:
         return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
@@ -185,6 +236,12 @@ def describe(status: ArchiveStatus) -> str:
     if status.limit:
         words = stop_words(status.limit)
         lines.append(f"  {words[:1].lower()}{words[1:]}")
+        if status.limit_use:
+            lines.append("  used: " + ", ".join(status.limit_use))
+        remedy = limit_remedy(status.limit, f"archiver crawl --resume {name}")
+        if remedy is not None:
+            lines[0] = f"{name}: resumable"  # the plain --resume would stop at once
+            lines.append(f"  {remedy}")
     if status.frontier == "sqlite" and status.state != NEW:
         lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
     if status.hosts and status.state == RUNNING:

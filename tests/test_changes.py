@@ -263,3 +263,16 @@ async def test_a_url_whose_fetch_failed_is_unreached_not_removed(
     report = by_kind(changes_json(capsys, archive), site.url(""))
     assert "/edited" not in report["removed"], report
     assert report["unreached"] == {"/edited": "the fetch failed in this crawl"}
+
+
+async def test_quiet_prints_the_crawls_compared_and_the_counts_only(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "a"
+    await crawl_twice(site, archive)
+    code, full, _ = run_changes(capsys, archive)
+    assert code == 0
+    code, quiet, err = run_changes(capsys, archive, "-q")
+    assert (code, err) == (0, "")
+    assert quiet.splitlines() == full.splitlines()[:2]
+    assert "1 added, 2 changed, 1 unchanged, 2 removed" in quiet

@@ -4,6 +4,7 @@ the server saw and what the archive holds are the judges."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import collections
 import json
@@ -17,6 +18,7 @@ import pytest
 from archiver_plugins.archive_reader.reader import open_archive
 from cli_process import PLUGINS_ONLY
 from cli_process import archiver as run
+from terminal import run_on_terminal, screen_lines
 
 from archiver.testing import Site
 
@@ -60,12 +62,24 @@ async def test_max_bytes_stops_then_a_higher_limit_goes_on(site: Site, tmp_path:
         "crawl", site.url("/"), "-o", archive, *PLAIN, "--max-bytes", "100K", cwd=tmp_path
     )
     assert code == LIMIT_EXIT, out
-    assert "Stopped at a limit: max_bytes 100.0 kB received." in out, out
+    assert (
+        "Stopped at a limit: max_bytes 100.0 kB received; to go on, raise it (every run of this crawl"
+        f" counts): `archiver crawl --resume {archive} --max-bytes SIZE`." in out
+    ), out
     first = report(archive)
     assert first["complete"] is False and str(first["limit_reached"]).startswith("max_bytes 100.0 kB")
     assert 10 <= sum(site.hits.values()) < 40, site.hits
-    code, out = await archiver("status", archive, cwd=tmp_path)
-    assert "resumable" in out and "stopped at a limit: max_bytes 100.0 kB received" in out, out
+    code, output = await asyncio.to_thread(run_on_terminal, ["status", str(archive)], tmp_path, 60)
+    lines = screen_lines(output)
+    assert lines[0] == f"{archive}: resumable", output  # not a bare --resume, which would stop at once
+    assert "  stopped at a limit: max_bytes 100.0 kB received" in lines, output
+    used = [line for line in lines if line.startswith("  used: received ")]
+    assert len(used) == 1 and used[0].endswith(" of max_bytes 100.0 kB"), output
+    assert (
+        f"  to go on, raise it (every run of this crawl counts): `archiver crawl --resume {archive}" in output
+    )
+    code, out = await archiver("status", archive, "--json", cwd=tmp_path)
+    assert json.loads(out)["limit_use"][0].startswith("received ")
 
     # the same limit again: the earlier run counts, nothing more is fetched
     hits = sum(site.hits.values())
@@ -90,7 +104,8 @@ async def test_max_time_stops_within_the_limit_then_resumes(site: Site, tmp_path
     args = ["crawl", site.url("/"), "-o", archive, *PLAIN, "--max-tasks", "2", "--max-time", "2s"]
     code, out = await archiver(*args, cwd=tmp_path)
     assert code == LIMIT_EXIT, out
-    assert "Stopped at a limit: max_time 2s reached." in out, out
+    assert "Stopped at a limit: max_time 2s reached; to go on, raise it" in out, out
+    assert f"`archiver crawl --resume {archive} --max-time DURATION`" in out
     assert report(archive)["wall_seconds"] < 2 + 5 + 2  # the limit, the grace period, start-up
     fetched = sum(site.hits.values())
     assert 5 <= fetched < 150
@@ -130,6 +145,8 @@ async def test_min_free_disk_stops_before_the_disk_fills(
     code, out = await archiver(*args, cwd=tmp_path)
     assert code == LIMIT_EXIT, out
     assert "Stopped at a limit: min_free_disk:" in out and "under the floor of 6.0 MB" in out, out
+    assert "to go on, free some space on the archive's disk" in out and "--min-free-disk SIZE" in out, out
+    assert "raise" not in out
     assert "Traceback" not in out
     paths = archived_paths(archive)
     assert 10 <= len(paths) < 100

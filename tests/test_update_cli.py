@@ -96,3 +96,36 @@ async def test_update_of_a_missing_archive_says_so(tmp_path: Path) -> None:
     code, _, err = await run_cli("crawl", "--resume", str(missing))
     assert code == 2 and "nothing to resume" in err
     assert not missing.exists()
+
+
+async def test_update_by_url_says_which_saved_settings_its_command_line_replaces(
+    site: Site, tmp_path: Path
+) -> None:
+    """`crawl --update URL -o ARCHIVE` takes its settings from the command line, as a first crawl
+    does: a `--delay 0` the archive was made with is said to be replaced, not silently lost."""
+    from terminal import run_on_terminal, screen_lines
+
+    site.page("/", links=["/a"])
+    site.page("/a", "a")
+    archive = tmp_path / "a"
+    plugins = ["--plugin", "archiver_plugins.links", "--plugin", "archiver_plugins.warc"]
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(archive), "--delay", "0", "--max-tasks", "3", "-q", *plugins
+    )
+    assert code == 0, err
+    args = ["crawl", "--update", site.url("/"), "-o", str(archive), "--ignore-robots", *plugins]
+    code, output = await asyncio.to_thread(run_on_terminal, args, tmp_path, 60)
+    assert code == 0, output
+    said = [line for line in screen_lines(output) if "replaces settings" in line]
+    assert len(said) == 1, output
+    assert said[0].startswith(f"archiver: warning: this command line replaces settings saved in {archive}:")
+    for change in (
+        "[politeness] delay 0 -> auto",
+        "[crawl] max_tasks 3 -> 10",
+        "[politeness] robots True -> False",
+    ):
+        assert change in said[0]
+    assert f"`archiver crawl --update {archive}` alone keeps the saved ones" in said[0]
+    code, output = await asyncio.to_thread(run_on_terminal, ["crawl", "--update", str(archive)], tmp_path, 60)
+    assert code == 0, output
+    assert "replaces settings" not in output

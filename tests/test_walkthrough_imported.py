@@ -55,3 +55,26 @@ async def test_status_of_an_archive_of_imported_warc_files(
     # a crawl into it is still refused: the folder holds no crawl to resume or extend
     assert await cli("crawl", "http://127.0.0.1:9/", "-o", str(archive), "-q") == 2
     assert "is not an archive" in capsys.readouterr().err
+
+
+async def test_why_and_changes_say_what_an_archive_of_imported_warc_files_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "imported"
+    warc = other_tools_warc(tmp_path / "other.warc.gz")
+    assert await cli("reindex", "--warc", str(warc), "-o", str(archive), "-q") == 0
+    capsys.readouterr()
+
+    assert await cli("why", str(archive), "http://orchard.test/") == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"archiver: error: {archive} holds WARC files imported by `archiver reindex --warc`: no crawl of"
+        f" its own chose their URLs, so no rule decided them (`archiver warc ls {archive}` lists them)\n"
+    )
+    assert await cli("changes", str(archive)) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"{archive} holds WARC files imported by `archiver reindex --warc`, made by no crawl of its own:"
+        " all its captures count as one crawl (crawl 1).\n"
+    )
+    assert "made before crawls were numbered" not in out

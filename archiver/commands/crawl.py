@@ -15,6 +15,7 @@ from ..terminal import echo, setup_logging
 from . import output_options, plugin_options
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..history import Mode
 
 log = logging.getLogger("archiver")
@@ -153,6 +154,18 @@ log = logging.getLogger("archiver")
     metavar="URL|env",
     help="Send every request through this http:// proxy; 'env' uses HTTP_PROXY, HTTPS_PROXY, NO_PROXY.",
 )
+@click.option(
+    "--ca-certificate",
+    metavar="FILE",
+    help="Also trust the certificate authorities of this PEM file (an intranet's own).",
+)
+@click.option(
+    "--no-check-certificate",
+    "no_check_certificate",
+    is_flag=True,
+    default=None,
+    help="Accept any TLS certificate (expired, self-signed, another host's): warned, and said in the WARC.",
+)
 @plugin_options
 @output_options
 def crawl_command(
@@ -167,6 +180,7 @@ def crawl_command(
     ignore_robots: bool | None,
     no_cookies: bool | None,
     cookies_file: str | None,
+    no_check_certificate: bool | None,
     **options: Any,
 ) -> None:
     """Crawl the site(s) at URLS into the archive folder ARCHIVE.
@@ -200,6 +214,10 @@ def crawl_command(
         overrides["robots"] = False
     if no_cookies:
         overrides["cookies"] = False
+    if no_check_certificate:
+        overrides["check_certificate"] = False
+    if options.get("ca_certificate"):
+        overrides["ca_certificate"] = str(Path(options["ca_certificate"]).expanduser().resolve())
     if cookies_file:
         if no_cookies:
             raise click.UsageError("give --cookies FILE or --no-cookies, not both")
@@ -231,6 +249,11 @@ def crawl_command(
     from ..credentials import SiteCredentials
 
     SiteCredentials(config)  # a header, netrc entry or credential missing: said before anything is written
+    from ..tls import UNCHECKED_WARNING, client_context
+
+    client_context(config)  # an unreadable --ca-certificate: said before anything is written
+    if not config.check_certificate:
+        log.warning(UNCHECKED_WARNING)
     if config.cookies_file and (cookies_file or resume_archive is None):
         from ..cookies import read_cookies_file
 
@@ -255,6 +278,8 @@ def crawl_command(
     mode: Mode = "recrawl" if recrawl else "crawl"
     if update is not None:
         mode, recrawl = plan_update(config)
+        if mode == "update" and resume_archive is None:
+            _say_replaced_settings(config)
     proceed, message = plan_run(config, recrawl=recrawl)
     if mode == "update" and recrawl:
         message = f"Updating {config.output}: crawling again from its roots, fetching only what changed."
@@ -267,6 +292,23 @@ def crawl_command(
 
     again = f"resume into {config.output}"
     crawl_and_report(config, quiet=quiet, as_json=as_json, again=again, mode=mode)
+
+
+def _say_replaced_settings(config: Config) -> None:
+    """Warn that `crawl --update URL -o ARCHIVE` replaces the settings ARCHIVE's crawl was made with."""
+    from ..resume import replaced_settings
+
+    changed = replaced_settings(config, Path(config.output))
+    if not changed:
+        return
+    shown = "; ".join(changed[:8]) + (f"; and {len(changed) - 8} more" if len(changed) > 8 else "")
+    log.warning(
+        "this command line replaces settings saved in %s: %s (they are saved for later runs too;"
+        " `archiver crawl --update %s` alone keeps the saved ones)",
+        config.output,
+        shown,
+        config.output,
+    )
 
 
 def _with_scheme(root: str) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from archiver.api import CrawlRun, plural
+from archiver.api import CONFIG_NAME, CrawlRun, plural
 
 from .changes import KINDS, Comparison, Kind, Span
 
@@ -39,12 +39,18 @@ def describe_run(run: CrawlRun) -> str:
 def headline(comparison: Comparison) -> str:
     """What is compared with what, or why nothing is, in one or two lines."""
     name = comparison.archive
-    missing = (
-        ""
-        if comparison.history
-        else f"{name} has no crawl history (it was made before crawls were numbered):"
-        " all its captures count as crawl 1.\n"
-    )
+    if comparison.history:
+        missing = ""
+    elif not (name / CONFIG_NAME).is_file():
+        missing = (
+            f"{name} holds WARC files imported by `archiver reindex --warc`, made by no crawl of"
+            " its own: all its captures count as one crawl (crawl 1).\n"
+        )
+    else:
+        missing = (
+            f"{name} has no crawl history (it was made before crawls were numbered):"
+            " all its captures count as crawl 1.\n"
+        )
     if comparison.since is not None:
         newer = ", ".join(describe_run(run) for run in comparison.newer.crawls) or "no numbered crawl"
         return (

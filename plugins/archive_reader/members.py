@@ -53,12 +53,15 @@ _CHUNK = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 _HEADER_SLACK = 256 * 1024
 """Room for the WARC and HTTP header blocks around a body of the largest size."""
-_ARC_HEADER = re.compile(rb"^(?P<url>\S.*?) \S+ \d{12,14} \S* ?(?:\S+ ){0,5}(?P<length>\d{1,18})\r?\n\Z")
+_ARC_HEADER = re.compile(
+    rb"^(?P<url>\S.*?) \S+ (?:\d{12,14}|-) \S* ?(?:\S+ ){0,5}(?P<length>\d{1,18})\r?\n\Z"
+)
 _ARC_LINE_MAX = 16 * 1024
 _CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?\n", re.IGNORECASE)
 _STRAY_TAIL = 8
 """Bytes left over after a record whose Content-Length is short that a reader skips."""
-"""An ARC record's header line: URL (spaces are seen in it), IP, 14-digit date, media
+"""An ARC record's header line: URL (spaces are seen in it), IP, 14-digit date (``-`` when
+unknown, as in ``filedesc:// - - - 76``: warcio reads such a line too), media
 type (version 2 adds result code, checksum, location, offset, file name), then the
 block's length."""
 ONE_STREAM = (

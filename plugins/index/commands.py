@@ -221,6 +221,8 @@ def search_command(
     type=click.IntRange(1000),
     help="Characters of text indexed per page.",
 )
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@json_option("One JSON object: pages indexed, WARC files read, seconds, what could not be read.")
 def reindex_command(
     sources: tuple[Path, ...],
     warc_files: bool,
@@ -230,6 +232,8 @@ def reindex_command(
     processes: int | None,
     batch_size: int,
     max_chars: int,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Rebuild the search index of ARCHIVE from its WARC files.
 
@@ -244,6 +248,8 @@ def reindex_command(
     workers = processes or default_processes()
 
     def progress(stats: ReindexStats) -> None:
+        if quiet or as_json:
+            return
         rate = stats.indexed / stats.seconds if stats.seconds else 0.0
         pages, files = plural(stats.indexed, "page"), plural(stats.files, "file")
         click.echo(f"indexed {pages} from {files} ({rate:.0f}/s)", err=True)
@@ -271,15 +277,29 @@ def reindex_command(
         archive = _archive(sources[0])
         if pending:
             waiting = catch_up(archive, batch_size, max_chars, workers)
-            click.echo(f"indexed {plural(waiting, 'waiting page')} of {archive}")
+            if as_json:
+                click.echo(json.dumps({"archive": str(archive), "indexed": waiting}, indent=2))
+            elif not quiet:
+                click.echo(f"indexed {plural(waiting, 'waiting page')} of {archive}")
             return
         stats = reindex(archive, None, batch_size, max_chars, progress, workers)
     skipped = f"; {plural(stats.skipped_files, 'damaged file')} read in part" if stats.skipped_files else ""
     if stats.skipped_records:
         skipped += f"; {plural(stats.skipped_records, 'unreadable record')} skipped"
-    click.echo(
-        f"indexed {plural(stats.indexed, 'page')} from {plural(stats.files, 'WARC file')} into {archive}"
-        f" in {stats.seconds:.1f} s{skipped}"
-    )
+    if as_json:
+        summary = {
+            "archive": str(archive),
+            "indexed": stats.indexed,
+            "warc_files": stats.files,
+            "seconds": round(stats.seconds, 3),
+            "damaged_files": stats.skipped_files,
+            "unreadable_records": stats.skipped_records,
+        }
+        click.echo(json.dumps(summary, indent=2))
+    elif not quiet:
+        click.echo(
+            f"indexed {plural(stats.indexed, 'page')} from {plural(stats.files, 'WARC file')} into {archive}"
+            f" in {stats.seconds:.1f} s{skipped}"
+        )
     if stats.skipped_files or stats.skipped_records:
         raise ArchiveError("some WARC records could not be read (each is named above)")

@@ -250,6 +250,8 @@ def page_titles(path: Path) -> dict[str, str]:
                     isinstance(page, dict)
                     and isinstance(page.get("url"), str)
                     and isinstance(page.get("title"), str)
+                    # some tools list a page without a <title> under its URL: no title, then
+                    and page["title"].strip() != page["url"]
                 ):
                     titles[page["url"]] = page["title"][:1000]
                     if len(titles) >= MAX_PAGE_TITLES:

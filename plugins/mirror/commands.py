@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -72,16 +73,21 @@ def add_commands(cli: click.Group) -> None:
         from archiver.api import require_archive
 
         from ..archive_reader.suffixes import STORED_NAMES
+        from ..archive_reader.wacz_input import is_wacz, unpacked_wacz
         from .export import ExportOptions, export_mirror
         from .plan import check_timestamp
 
-        require_archive(archive, also=(WARC_FOLDER,), suffixes=STORED_NAMES)
         options = ExportOptions(
             format=_format_for(output, fmt),
             timestamp=check_timestamp(timestamp) if timestamp else None,
             mark_missing=mark_missing,
         )
-        result = export_mirror(archive, output, options)
+        with contextlib.ExitStack() as unpacked:
+            if is_wacz(archive):  # read from its WARC files, unpacked while the export runs
+                archive = unpacked_wacz(archive, unpacked)
+            else:
+                require_archive(archive, also=(WARC_FOLDER,), suffixes=STORED_NAMES)
+            result = export_mirror(archive, output, options)
         _print(result, as_json, quiet)
         if result.errors:
             sys.exit(1)  # exported what was readable; the exit code says it is incomplete

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import sys
@@ -57,53 +59,107 @@ def warc_group() -> None:
     help="Cut each damaged file back to its last whole record (after a crash).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print faults only.")
-def check(paths: tuple[Path, ...], truncate: bool, quiet: bool) -> None:
+@json_option("One JSON object: each file with its records and faults, and the counts.")
+def check(paths: tuple[Path, ...], truncate: bool, quiet: bool, as_json: bool) -> None:
     """Verify WARC files strictly: gzip members, lengths, digests.
 
-    PATHS are archive folders, folders of WARC files or WARC files.  Every fault is
-    printed with its file, byte offset and record; the exit status is 1 when any
-    fault was found.
+    PATHS are archive folders, folders of WARC files, WARC files or WACZ files (their WARC
+    files checked as they are in the zip).  Every fault is printed with its file, byte
+    offset and record; the exit status is 1 when any fault was found.
     """
     from ..archive_reader.members import ReadLimits
+    from ..archive_reader.wacz_input import is_wacz, wacz_members
     from .verify import truncate_to_last_good, verify_file
 
-    files = warc_files(paths)
-    if not files:
-        raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
-    faults = 0
-    damaged = 0
-    for path in files:
-        limits = ReadLimits.for_archive(path.parent)
-        report = verify_file(path, limits)
-        faults += len(report.faults)
-        for fault in report.faults:
-            click.echo(printable(str(fault)))
-        if report.ok:
-            if not quiet:
-                click.echo(printable(f"ok {path} ({plural(report.records, 'record')})"))
-            continue
-        damaged += 1
-        if truncate and any(f.fatal for f in report.faults):
-            if not os.access(path, os.W_OK):
-                raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
-            cut = truncate_to_last_good(path, limits)
-            click.echo(printable(f"cut {cut} bytes from {path} (now ends at offset {report.good_end})"))
+    with contextlib.ExitStack() as unpacked:
+        shown: dict[Path, str] = {}
+        """Folder a WACZ's WARC files were copied to -> the WACZ, as the lines name them."""
+        files: list[Path] = []
+        for given in paths:
+            if is_wacz(given):
+                if truncate:
+                    raise UsageError(f"{given}: --truncate cuts WARC files, not the WARC files inside a WACZ")
+                folder, members = wacz_members(given, unpacked)
+                shown[folder] = str(given)
+                files.extend(members)
+            else:
+                files.extend(warc_files([given]))
+        if not files:
+            raise UsageError("no WARC files found in " + ", ".join(str(p) for p in paths))
+
+        def named(text: str) -> str:
+            for folder, wacz in shown.items():
+                text = text.replace(str(folder), wacz)
+            return printable(text)
+
+        faults = 0
+        damaged = 0
+        checked: list[dict[str, object]] = []
+        for path in files:
+            limits = ReadLimits.for_archive(path.parent)
+            report = verify_file(path, limits)
+            faults += len(report.faults)
+            if as_json:
+                said = [named(str(fault)) for fault in report.faults]
+                checked.append(
+                    {
+                        "path": named(str(path)),
+                        "size": path.stat().st_size,
+                        "records": report.records,
+                        "faults": said,
+                    }
+                )
+            else:
+                for fault in report.faults:
+                    click.echo(named(str(fault)))
+            if report.ok:
+                if not (quiet or as_json):
+                    click.echo(named(f"ok {path} ({plural(report.records, 'record')})"))
+                continue
+            damaged += 1
+            if truncate and any(f.fatal for f in report.faults):
+                if not os.access(path, os.W_OK):
+                    raise ArchiveError(f"{path} is read-only: cannot cut it back to its last whole record")
+                cut = truncate_to_last_good(path, limits)
+                if as_json:
+                    checked[-1]["cut_bytes"] = cut
+                else:
+                    ends = f"now ends at offset {report.good_end}"
+                    click.echo(printable(f"cut {cut} bytes from {path} ({ends})"))
+    if as_json:
+        click.echo(json.dumps({"files": checked, "faults": faults, "damaged_files": damaged}, indent=2))
     if faults:
         raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
-    if not quiet:
+    if not (quiet or as_json):
         click.echo(f"{len(files)} WARC file(s) ok")
 
 
 @warc_group.command("ls")
 @click.argument("archive", type=click.Path(path_type=Path))
 @json_option("One JSON object per line.")
-def ls(archive: Path, as_json: bool) -> None:
-    """List every capture: time, status, type, size (bytes stored) and URL."""
+@click.option("-q", "--quiet", is_flag=True, help="Print the URLs only, one a line.")
+def ls(archive: Path, as_json: bool, quiet: bool) -> None:
+    """List every capture: time, status, type, size (bytes stored) and URL.
+
+    ARCHIVE is an archive folder, a folder of WARC files, a WARC file or a WACZ file."""
+    with contextlib.ExitStack() as unpacked:
+        _list(_readable(archive, unpacked), as_json, quiet)
+
+
+def _readable(archive: Path, unpacked: contextlib.ExitStack) -> Path:
+    """`archive` checked, or for a WACZ file an archive of its WARC files (removed with `unpacked`)."""
+    from ..archive_reader.wacz_input import is_wacz, unpacked_wacz
+
+    if is_wacz(archive):
+        return unpacked_wacz(archive, unpacked)
+    return require_archive(archive, also=(WARC_FOLDER,), suffixes=_WARC_NAMES)
+
+
+def _list(archive: Path, as_json: bool, quiet: bool) -> None:
     from ..archive_reader.reader import open_archive
 
-    require_archive(archive, also=(WARC_FOLDER,), suffixes=_WARC_NAMES)
     warcs = open_archive(archive)
-    if not as_json and sys.stdout.isatty():
+    if not (as_json or quiet) and sys.stdout.isatty():
         click.echo(f"{'TIMESTAMP':<14} {'ST':>3} {'TYPE':<24} {'SIZE':>9} URL")  # ST: HTTP status
     for capture in warcs.iter_captures():
         if as_json:
@@ -117,6 +173,9 @@ def ls(archive: Path, as_json: bool) -> None:
                 "offset": capture.offset,
             }
             click.echo(json.dumps(fields))
+            continue
+        if quiet:
+            click.echo(printable(capture.url))
             continue
         status = str(capture.status) if capture.status is not None else "-"
         line = f"{capture.timestamp} {status:>3} {capture.mime or '-':<24} {capture.length:>9} {capture.url}"
@@ -149,8 +208,9 @@ def ls(archive: Path, as_json: bool) -> None:
     help="List the unchanged URLs too (by default only their count is given).",
 )
 @json_option("One JSON object: crawls compared, counts, URL lists (the unchanged ones with --unchanged).")
+@click.option("-q", "--quiet", is_flag=True, help="Print the crawls compared and the counts, no URL.")
 def changes(
-    archive: Path, since: str | None, number: int | None, list_unchanged: bool, as_json: bool
+    archive: Path, since: str | None, number: int | None, list_unchanged: bool, as_json: bool, quiet: bool
 ) -> None:
     """Show the URLs added, changed and removed between the last two crawls of ARCHIVE,
     and how many are unchanged.
@@ -175,7 +235,8 @@ def changes(
                 click.echo(chunk, nl=False)
             click.echo()
         else:
-            for line in text_lines(comparison, unchanged=list_unchanged):
+            lines = text_lines(comparison, unchanged=list_unchanged)
+            for line in itertools.islice(lines, 2) if quiet else lines:
                 echo(line)
 
 

@@ -51,6 +51,10 @@ def config_summary(config: Config) -> list[tuple[str, str]]:
             if isinstance(value, tuple):
                 value = " ".join(value)
             lines.append((f"{section}.{name}", str(value)))
+    # an archive made without checking certificates may hold what an impostor served
+    lines.append(("session.check_certificate", str(config.check_certificate)))
+    if config.ca_certificate:
+        lines.append(("session.ca_certificate", config.ca_certificate))
     return lines
 
 

@@ -14,7 +14,7 @@ import click
 
 from archiver.api import CRAWL_FOLDERS, UsageError, require_archive
 
-from ..archive_reader.suffixes import IMPORT_NAMES, WACZ_NAME
+from ..archive_reader.suffixes import IMPORT_NAMES
 
 if TYPE_CHECKING:
     from ..replay.library import Library
@@ -96,17 +96,13 @@ def _serve(
 def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
     """`path`, or for a WACZ file an archive unpacked from it into a temporary folder
     (its WARC files placed and indexed for search as `reindex --warc` does), removed at exit."""
-    if not (path.is_file() and path.name.endswith(WACZ_NAME)):
-        return path
-    import tempfile
+    from ..archive_reader.wacz_input import is_wacz, unpacked_wacz
 
-    from ..archive_reader.importing import import_warcs
+    if not is_wacz(path):
+        return path
     from ..index.reindex import reindex
 
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="archiver-wacz-")))
-    archive = folder / path.name[: -len(WACZ_NAME)]
-    archive.mkdir()
-    import_warcs([path], archive)
+    archive = unpacked_wacz(path, stack)
     reindex(archive, processes=1)
     if not quiet:
         click.echo(f"Unpacked {path} into {archive} (removed when the server stops)", err=True)
