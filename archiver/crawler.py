@@ -350,7 +350,7 @@ class Crawler:
         when = f"added by archiver control at {at}"
 
         def refusal(item: Item) -> str | None:
-            verdict = self.scope.pattern_verdict(item.url)
+            verdict = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
             return None if verdict is None else f"{verdict} ({when})"
 
         dropped = await self.frontier.drop(refusal) if drop else []
@@ -656,7 +656,7 @@ class Crawler:
         outcome; the worker's `turn` ends once nothing more is fetched for the item."""
         if self._patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
-            refused = self.scope.pattern_verdict(item.url)
+            refused = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
             if refused is not None:
                 self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
                 return False

@@ -62,8 +62,15 @@ log = logging.getLogger("archiver")
     metavar="SIZE",
     help="Stop (resumable) before the archive's disk has less free space (default 100M; 0 = off).",
 )
-@click.option("--include", multiple=True, metavar="REGEX", help="Only follow URLs matching (repeatable).")
-@click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow URLs matching (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="REGEX",
+    help="Only follow pages matching (repeatable); their requisites are fetched wherever they are.",
+)
+@click.option(
+    "--exclude", multiple=True, metavar="REGEX", help="Never fetch URLs matching, pages or requisites."
+)
 @click.option(
     "--strict/--lenient",
     default=None,
