@@ -211,13 +211,14 @@ async def _redraw(
         if stage is not None:
             name, total, stage_started = stage
             done = min(max(total - crawl.stats.get(f"{name}.pending", 0), 0), total)
+            ended_as = "interrupted" if crawl.interrupted and done < total else "done"
             final = Snapshot(
                 f"{name} catch-up",
                 done,
                 total,
                 time.monotonic() - stage_started,
                 None,
-                f"{done:,} of {total:,} pages | done",
+                f"{done:,} of {total:,} pages | {ended_as}",
             )
             live.update(render(final), refresh=True)
         raise

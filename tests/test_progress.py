@@ -46,6 +46,29 @@ async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site
     assert done == total == caught_up, (done, total, caught_up)
 
 
+async def test_ctrl_c_during_the_catch_up_says_what_waits_and_how_to_index_it(
+    site: Site, tmp_path: Path
+) -> None:
+    words = " ".join(f"word{n}" for n in range(15_000))
+    site.fan(2 * PAGES, body=f"<html><body><p>{words}</p></body></html>")
+    config = tmp_path / "c.toml"
+    config.write_text("[plugins.index]\ncrawl_share = 0.01\nbatch_size = 5\nprocesses = 1\n")
+    args = ["crawl", site.url("/"), "-o", "a", "-c", str(config), "--delay", "0", "--ignore-robots"]
+    code, output = await asyncio.to_thread(
+        run_on_terminal, args, tmp_path, 120, interrupt_when="index catch-up"
+    )
+    assert code == 130, output[-2000:]
+    lines = screen_lines(output)
+    last = [line for line in lines if " of " in line and " pages | " in line][-1]
+    assert last.endswith("| interrupted"), last
+    told = [line for line in lines if line.startswith("Interrupted")]
+    assert len(told) == 1 and "run the same command again" not in told[0], told
+    told_right = r"Interrupted after the last page: [\d,]+ pages? waits? for the search index;"
+    assert re.fullmatch(told_right + r" `archiver reindex --pending a` indexes them\.", told[0]), told
+    status = await asyncio.to_thread(run_on_terminal, ["status", "a"], tmp_path, 60)
+    assert "run `archiver reindex --pending a`" in status[1]
+
+
 def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
     """34,900,000 bytes are 34.9 MB (decimal, 1 MB = 1,000,000 bytes) in both places."""
     received = 34_900_000
