@@ -48,6 +48,7 @@ from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
+from .terminal import note
 from .traps import TrapDetector
 from .turns import Turn, Turns
 from .units import human_duration, size
@@ -296,7 +297,7 @@ class Crawler:
             await asyncio.sleep(control.POLL_SECONDS)
 
     def _log_control(self, command: control.Command, message: str) -> None:
-        log.warning("archiver control: %s", message)
+        note(log, "archiver control: %s", message)
         event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
         self.log.write({**event, "at": command.at, "reason": message})
 
@@ -424,7 +425,8 @@ class Crawler:
                 self.log.write(record)
         marked = await self.frontier.mark_done(found)
         crawl.stats["resume_from_warc"] += marked
-        log.warning(
+        note(
+            log,
             "resuming: %d URLs were in flight when the last run stopped: %d already archived"
             " (not fetched again), %d to fetch",
             len(recovered),

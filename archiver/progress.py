@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import logging
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -137,8 +142,29 @@ async def show_progress(
 ) -> None:
     """Redraw the crawl's progress until cancelled."""
     started = time.monotonic()
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    stderr = sys.stderr
+    with Live(console=console, auto_refresh=False, transient=False) as live, _logs_above(stderr):
         await _redraw(crawl, frontier, live, limiter, started)
+
+
+@contextlib.contextmanager
+def _logs_above(stderr: TextIO) -> Iterator[None]:
+    """Log lines (warnings, `archiver control`'s acknowledgements) printed above the live
+    display on lines of their own: their handlers write to the stream `Live` put in place of
+    `stderr`, where they would otherwise be glued to the progress line and cut at its width."""
+    proxy = sys.stderr
+    moved = [
+        handler
+        for handler in logging.getLogger().handlers
+        if isinstance(handler, logging.StreamHandler) and handler.stream is stderr and proxy is not stderr
+    ]
+    for handler in moved:
+        handler.setStream(proxy)
+    try:
+        yield
+    finally:
+        for handler in moved:
+            handler.setStream(stderr)
 
 
 async def _redraw(

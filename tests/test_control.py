@@ -12,6 +12,8 @@ import asyncio
 import itertools
 import re
 import signal
+import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 from aiohttp import web
 from archiver_plugins.web.status import crawl_status
 from cli_process import PLUGINS_ONLY, archiver, start_archiver
+from terminal import run_on_terminal, screen_lines, screen_text
 
 from archiver.testing import Site
 
@@ -215,3 +218,42 @@ async def test_status_names_a_calendar_trap_and_its_exclude_line_stops_it(site: 
     assert [path for at, path in requests if at > stopped_at + 0.5] == []
     code, out = await archiver("status", archive, cwd=tmp_path)
     assert "complete" in out.splitlines()[0], out
+
+
+class Steering:
+    """`archiver control pause` once the progress display shows, `resume` once the pause is
+    acknowledged: `run_on_terminal`'s `meanwhile`, the commands run beside the crawl."""
+
+    def __init__(self, archive: Path, cwd: Path) -> None:
+        self.archive, self.cwd = archive, cwd
+        self.sent: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self, shown: str) -> bool:
+        text = screen_text(shown)
+        if not self.sent and "crawling" in text:
+            self.send("pause")
+        elif len(self.sent) == 1 and "archiver control: paused" in text:
+            self.send("resume")
+            return True
+        return False
+
+    def send(self, verb: str) -> None:
+        command = [sys.executable, "-m", "archiver", "control", str(self.archive), verb]
+        self.sent.append(subprocess.Popen(command, cwd=self.cwd, stdout=subprocess.DEVNULL))
+
+
+async def test_acknowledgements_are_notes_on_lines_of_their_own_above_the_display(
+    site: Site, tmp_path: Path
+) -> None:
+    Recorder(site, latency=0.05)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), *PLAIN, "--max-tasks", "1"]
+    steering = Steering(archive, tmp_path)
+    code, output = await asyncio.to_thread(run_on_terminal, args, tmp_path, 120, meanwhile=steering)
+    assert [sent.wait(30) for sent in steering.sent] == [0, 0]
+    assert code == 0, output[-2000:]
+    lines = screen_lines(output)
+    paused = [line for line in lines if "archiver control: paused" in line]
+    assert len(paused) == 1 and paused[0].startswith("archiver: note: archiver control: paused: "), paused
+    assert "archiver: note: archiver control: resumed" in lines
+    assert not any("warning: archiver control" in line for line in lines), lines
