@@ -100,6 +100,9 @@ class Config:
     auth: tuple[str, ...] = setting((), check=auth_hosts_problem)
     """Hosts (host or host:port) given HTTP Basic credentials from ~/.netrc or the environment."""
     allow_logout: bool = False
+    expect_text: str = ""
+    """Text the page each root leads to must show (a logged-in user's name, 'Sign out'); the
+    crawl stops with an error when it does not, rather than archive a logged-out site."""
     redact_credentials: bool = False
     proxy: str = setting("", check=proxy_problem)
     """'' (none), 'env' (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) or the proxy's http:// URL."""

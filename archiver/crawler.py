@@ -28,7 +28,7 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .errors import ArchiverError, FetchError, SeedError
+from .errors import ArchiverError, FetchError, LoginError, SeedError
 from .fetcher import (
     RETRYABLE_KINDS,
     GuardedResolver,
@@ -43,6 +43,7 @@ from .frontier import Frontier, Item
 from .guard import AddressGuard
 from .identity import CrawlIdentity
 from .linkmemo import LinkMemo
+from .login_check import LoginCheck
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
@@ -109,6 +110,9 @@ class Crawler:
         self._known_links = LinkMemo()
         """Links already handed to the frontier or refused (`linkmemo`)."""
         self._seed_failures = 0
+        self._login = LoginCheck.of(config)
+        self._login_failure: str | None = None
+        """Why the crawl stopped as not logged in (`--expect-text`), if it did."""
         self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
         """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
         (the oldest half dropped past _REQUISITES_MEMORY)."""
@@ -223,6 +227,8 @@ class Crawler:
                             seconds=time.monotonic() - started,
                         )
                         await write_report(crawl)
+        if self._login_failure is not None:
+            raise LoginError(self._login_failure)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
@@ -698,6 +704,9 @@ class Crawler:
         source = stored or page  # a 304's links are the stored page's
         links = [] if source.is_redirect else self._extract(source)
         await self.hooks.page_fetched(page, links, self.crawl)
+        if item.depth == 0 and item.kind is LinkKind.PAGE and self._logged_out(item, source):
+            self.log.write(self._record(item, page, outcome.tries, len(links), 0, None))
+            return False
         if source.is_redirect:
             stats["redirects"] += 1
             # the plugin that asked for a requisite asks for its redirect target too
@@ -709,6 +718,21 @@ class Crawler:
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
         return False
+
+    def _logged_out(self, item: Item, page: Page) -> bool:
+        """A root, or where its redirects led: warn when it looks logged out, and stop the crawl
+        (its links not followed) when it lacks `--expect-text`."""
+        if _is_root(item):
+            warning = self._login.root_warning(page)
+            if warning is not None:
+                log.warning("%s", warning)
+        failure = self._login.landing_failure(page)
+        if failure is None:
+            return False
+        if self._login_failure is None:
+            self._login_failure = failure
+            self._stopping.set()
+        return True
 
     async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
         """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once.

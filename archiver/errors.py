@@ -45,6 +45,12 @@ class SeedError(ArchiverError):
     exit_code = 1
 
 
+class LoginError(ArchiverError):
+    """The crawl was not logged in: the page a root led to lacks `--expect-text`."""
+
+    exit_code = 1
+
+
 class FetchError(ArchiverError):
     """One URL gave no usable HTTP response; `kind` names the failure class for reports."""
 

@@ -29,6 +29,8 @@ from .config import Config
 from .cookies import COOKIES_NAME, Cookie, read_cookies_file
 from .credentials import SiteCredentials
 from .fetcher import new_cookie_jar
+from .login_check import cookies_loaded, unusable_cookies
+from .terminal import note
 
 if TYPE_CHECKING:
     from aiohttp import CookieJar
@@ -87,7 +89,11 @@ class CrawlIdentity:
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
         self._loaded = True
         if self.config.cookies_file and not (resumed and self.path.is_file()):
-            self.add(read_cookies_file(Path(self.config.cookies_file)))
+            cookies = read_cookies_file(Path(self.config.cookies_file))
+            note(log, "%s", cookies_loaded(cookies, self.config.cookies_file))
+            for warning in unusable_cookies(cookies, self.config.roots, self.config.cookies_file):
+                log.warning("%s", warning)
+            self.add(cookies)
         self.save()
 
     def add(self, cookies: Iterable[Cookie]) -> None:

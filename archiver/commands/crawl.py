@@ -150,6 +150,12 @@ log = logging.getLogger("archiver")
     help="Follow sign-out links even when cookies or credentials are given.",
 )
 @click.option(
+    "--expect-text",
+    metavar="TEXT",
+    help="Stop with an error when the page a root leads to does not show TEXT (e.g. 'Sign out'):"
+    " the login did not work.",
+)
+@click.option(
     "--redact-credentials",
     is_flag=True,
     default=None,
