@@ -343,7 +343,11 @@ class Crawler:
             return self._set_tasks(int(args[0]))
         host, action = args
         self.limiter.hold(host, action == "pause")
-        return f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+        done = f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+        if self.scope.host_allows(f"http://{host}/"):
+            return done
+        # a requisite's host is fetched too, so an unknown name is flagged, not refused
+        return f"{done}; {host} is not the host of a root (written as URLs write it, port and all?)"
 
     async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
         """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""

@@ -20,6 +20,7 @@ from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
+from .pauses import Pauses, read_pauses
 from .queue_view import SAMPLE, QueueView, queue_view, trap_findings, view_lines
 from .state import STATE_NAME, describe_hosts, read_counts, read_host_counts, read_queued
 
@@ -48,6 +49,8 @@ class ArchiveStatus:
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
     hosts: dict[str, int] = field(default_factory=dict)
     """A running crawl's hosts: fetching, waiting (on politeness), paused, ready (`schedule.HostCounts`)."""
+    pauses: Pauses = field(default_factory=Pauses)
+    """What `archiver control` paused in the running crawl."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,12 @@ class ArchiveStatus:
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
             **({"hosts": self.hosts} if self.hosts else {}),
+            **(
+                {"paused": self.pauses.crawl is not None, "paused_at": self.pauses.crawl}
+                if self.state == RUNNING
+                else {}
+            ),
+            **({"paused_hosts": self.pauses.hosts} if self.pauses.hosts else {}),
         }
 
 
@@ -119,9 +128,12 @@ def archive_status(archive: Path) -> ArchiveStatus:
         status = ArchiveStatus(archive, state, counts, "sqlite", holder, stale, hosts=hosts)
         if state == RESUMABLE:
             status.limit = _report_limit(archive)
+        if running:
+            status.pauses = read_pauses(archive, holder.since if holder else None)
         return status
     if running:
-        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
+        pauses = read_pauses(archive, holder.since if holder else None)
+        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale, pauses=pauses)
     if not (archive / CONFIG_NAME).is_file():
         if any(p.name != LOCK_NAME for p in archive.iterdir()):
             raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
@@ -183,6 +195,8 @@ def describe(status: ArchiveStatus) -> str:
         NOT_RESUMABLE: f"{name}: interrupted; its crawl kept no state (memory frontier), so it cannot resume",
     }[status.state]
     lines = [headline]
+    if status.state == RUNNING:
+        lines.extend(pause_lines(status.pauses, str(name)))
     if status.limit:
         words = stop_words(status.limit)
         lines.append(f"  {words[:1].lower()}{words[1:]}")
@@ -196,6 +210,23 @@ def describe(status: ArchiveStatus) -> str:
         lines.extend(view_lines(status.queue, str(name), c.queued + c.in_flight))
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)
     return "\n".join(lines)
+
+
+def pause_lines(pauses: Pauses, archive: str) -> list[str]:
+    """Who paused what, and the command that undoes it."""
+    lines = []
+    if pauses.crawl is not None:
+        lines.append(
+            f"  paused by `archiver control pause` at {pauses.crawl}:"
+            f" `archiver control {archive} resume` goes on"
+        )
+    if pauses.hosts:
+        held = ", ".join(f"{host} (since {at})" for host, at in pauses.hosts.items())
+        lines.append(
+            f"  hosts paused by `archiver control`: {held};"
+            f" `archiver control {archive} host HOST resume` releases one"
+        )
+    return lines
 
 
 def with_queue(status: ArchiveStatus) -> ArchiveStatus:

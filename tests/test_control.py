@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import signal
 import subprocess
@@ -257,3 +258,31 @@ async def test_acknowledgements_are_notes_on_lines_of_their_own_above_the_displa
     assert len(paused) == 1 and paused[0].startswith("archiver: note: archiver control: paused: "), paused
     assert "archiver: note: archiver control: resumed" in lines
     assert not any("warning: archiver control" in line for line in lines), lines
+
+
+async def test_status_says_who_paused_what_and_how_to_resume(site: Site, tmp_path: Path) -> None:
+    server = Recorder(site, latency=0.05)
+    archive = tmp_path / "a"
+    crawl = await start_crawl(site, archive, tmp_path, "--max-tasks", "2", "--frontier", "sqlite")
+    await until(lambda: len(server.requests) >= 4)
+    code, out = await archiver("control", archive, "pause", cwd=tmp_path)
+    assert code == 0, out
+    code, out = await archiver("control", archive, "host", site.host, "pause", cwd=tmp_path)
+    assert (code, out) == (0, f"host {site.host} paused"), out
+    code, out = await archiver("control", archive, "host", "elsewhere.example", "pause", cwd=tmp_path)
+    assert code == 0 and "elsewhere.example is not the host of a root" in out, out
+    code, out = await archiver("status", archive, "--json", cwd=tmp_path)
+    found = json.loads(out)
+    assert found["state"] == "running" and found["paused"] is True and found["paused_at"], found
+    assert set(found["paused_hosts"]) == {site.host, "elsewhere.example"}
+    code, out = await archiver("status", archive, cwd=tmp_path)
+    assert f"paused by `archiver control pause` at {found['paused_at']}" in out, out
+    assert f"`archiver control {archive} resume` goes on" in out
+    assert f"hosts paused by `archiver control`: {site.host} (since " in out
+    for args in (["host", site.host, "resume"], ["host", "elsewhere.example", "resume"], ["resume"]):
+        code, out = await archiver("control", archive, *args, cwd=tmp_path)
+        assert code == 0, out
+    code, out = await archiver("status", archive, "--json", cwd=tmp_path)
+    found = json.loads(out)
+    assert found["paused"] is False and "paused_hosts" not in found, found
+    assert await asyncio.wait_for(crawl.wait(), 60) == 0
