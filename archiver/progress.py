@@ -95,26 +95,42 @@ def render(snapshot: Snapshot) -> Group:
 
 
 def pace_note(
-    limiter: HostLimiter | None, counts: Counts, max_tasks: int, hosts: HostCounts | None = None
+    limiter: HostLimiter | None,
+    counts: Counts,
+    max_tasks: int,
+    hosts: HostCounts | None = None,
+    options: bool = True,
 ) -> str | None:
-    """What holds the crawl back now, in words, with the setting that changes it; None if nothing."""
+    """What holds the crawl back now, in words, with the setting that changes it; None if nothing.
+
+    `options`: whether the command takes the crawl's options (`--delay`); a patch of
+    `archiver qa --patch` does not, and crawls with the settings of the archive's crawl.toml.
+    """
     if limiter is not None:
         waited = limiter.last_wait()
         if waited is not None and hosts is not None and hosts.waiting + hosts.paused > 1 and not hosts.ready:
             _site, gap, source = waited
+            change = (
+                "--delay SECONDS, --per-host-concurrency N (or [politeness])"
+                if options
+                else "delay, per_host_concurrency in [politeness] of the archive's crawl.toml"
+            )
             return (
                 f"polite across {hosts.waiting + hosts.paused:,} hosts: each waits {gap:g} s"
                 f" between its requests ({source}), and workers wait for the next host's turn\n"
-                "  to change it: --delay SECONDS, --per-host-concurrency N (or [politeness])"
+                f"  to change it: {change}"
             )
         if waited is not None:
             site, gap, source = waited
-            return (
-                f"polite: {gap:g} s between requests to {site} ({source})\n"
-                "  to change it: --delay SECONDS (or delay in [politeness])"
+            change = (
+                "--delay SECONDS (or delay in [politeness])"
+                if options
+                else "delay in [politeness] of the archive's crawl.toml"
             )
+            return f"polite: {gap:g} s between requests to {site} ({source})\n  to change it: {change}"
     if counts.fetching >= max_tasks:
-        return f"all {max_tasks} workers busy: --max-tasks raises their number"
+        more = "--max-tasks" if options else "max_tasks in the archive's crawl.toml"
+        return f"all {max_tasks} workers busy: {more} raises their number"
     return None
 
 
@@ -223,7 +239,7 @@ async def _redraw(
                     now - started,
                     _left(remaining, speed),
                     details,
-                    pace_note(limiter, counts, crawl.config.max_tasks, hosts),
+                    pace_note(limiter, counts, crawl.config.max_tasks, hosts, crawl.mode != "patch"),
                 )
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)

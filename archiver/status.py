@@ -18,6 +18,7 @@ from typing import Any
 from .archive import CONFIG_NAME
 from .crawllog import LOG_NAME, REPORT_NAME
 from .errors import ArchiveError, UsageError
+from .history import read_history
 from .lock import LOCK_NAME, Holder, is_locked, read_holder
 from .model import Counts
 from .pauses import Pauses, read_pauses
@@ -49,6 +50,9 @@ class ArchiveStatus:
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
     hosts: dict[str, int] = field(default_factory=dict)
     """A running crawl's hosts: fetching, waiting (on politeness), paused, ready (`schedule.HostCounts`)."""
+    counted: str = ""
+    """What the counts are of, when not the whole archive: the state file of a patch
+    (`archiver qa --patch`) holds only the URLs it was given."""
     pauses: Pauses = field(default_factory=Pauses)
     """What `archiver control` paused in the running crawl."""
 
@@ -71,6 +75,7 @@ class ArchiveStatus:
                 else {}
             ),
             **({"paused_hosts": self.pauses.hosts} if self.pauses.hosts else {}),
+            **({"counts_of": "patch"} if self.counted else {}),
         }
 
 
@@ -130,6 +135,9 @@ def archive_status(archive: Path) -> ArchiveStatus:
             status.limit = _report_limit(archive)
         if running:
             status.pauses = read_pauses(archive, holder.since if holder else None)
+        runs = read_history(archive)
+        if runs and runs[-1].mode == "patch":
+            status.counted = "the last patch (archiver qa --patch)"
         return status
     if running:
         pauses = read_pauses(archive, holder.since if holder else None)
@@ -201,7 +209,8 @@ def describe(status: ArchiveStatus) -> str:
         words = stop_words(status.limit)
         lines.append(f"  {words[:1].lower()}{words[1:]}")
     if status.frontier == "sqlite" and status.state != NEW:
-        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+        counted = ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING))
+        lines.append(f"  {status.counted}: {counted}" if status.counted else f"  {counted}")
     if status.hosts and status.state == RUNNING:
         lines.append("  hosts: " + describe_hosts(status.hosts))
     if status.stale_lock and status.holder is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from terminal import WIDTH, run_on_terminal, screen_lines
 
 from archiver.model import Counts
-from archiver.progress import crawling_details
+from archiver.progress import crawling_details, pace_note
 from archiver.runner import human_summary
 from archiver.testing import Site
 from archiver.units import size
@@ -97,3 +97,10 @@ async def test_the_catch_up_counts_the_pages_left_when_a_crawl_ends_fast(site: S
     caught_up = json.loads((tmp_path / "a" / "report.json").read_text())["after_crawl"]["caught_up"]["index"]
     shown = [int(n.replace(",", "")) for n in re.findall(r"indexing ([\d,]+) pages", output)]
     assert shown and max(shown) <= caught_up, (shown, caught_up)
+
+
+def test_a_patch_names_the_settings_of_crawl_toml_not_options_it_does_not_take() -> None:
+    busy = Counts(done=3, in_flight=2, fetching=2)
+    assert pace_note(None, busy, 2) == "all 2 workers busy: --max-tasks raises their number"
+    patch = pace_note(None, busy, 2, options=False)
+    assert patch == "all 2 workers busy: max_tasks in the archive's crawl.toml raises their number"

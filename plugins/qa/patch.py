@@ -28,8 +28,8 @@ from typing import Any
 
 from archiver.archive import CONFIG_NAME, dump_toml
 from archiver.errors import ArchiveLockedError, UsageError
-from archiver.history import read_history
-from archiver.state import STATE_NAME
+from archiver.history import REPORT_NAME, read_history
+from archiver.state import STATE_NAME, read_counts
 from archiver.status import COMPLETE, NEW, NOT_RESUMABLE, RESUMABLE, RUNNING, archive_status
 
 from .results import latest_results, qa_folder
@@ -39,6 +39,8 @@ SAVED_CONFIG = "crawl.toml"
 PATCH_CONFIG = "patch.toml"
 """The settings of the patch under way (its roots: the missing URLs), for its resume."""
 PATCHED = "patched.jsonl"
+BEFORE_PATCH = "before-patch.json"
+"""The URLs done and failed in the archive before the last patch's state replaced its crawl's."""
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,63 @@ def restore_config(archive: Path) -> None:
 
 
 def start_fresh(archive: Path) -> None:
-    """Drop the finished crawl's frontier, as ``--update`` does: the patch keeps its own there."""
+    """Drop the finished crawl's frontier, as ``--update`` does: the patch keeps its own there.
+
+    Its totals are added to those kept in ``qa/before-patch.json`` first: with them `status`
+    gives the whole archive's counts, the state file holding only the last patch's."""
+    runs = read_history(archive)
+    earlier = counts_before_patch(archive) if runs and runs[-1].mode == "patch" else {}
+    dropped = _last_crawl_counts(archive)
+    if dropped is not None:
+        totals = {key: earlier.get(key, 0) + dropped[key] for key in ("done", "failed")}
+        kept = qa_folder(archive) / BEFORE_PATCH
+        temporary = kept.with_suffix(".tmp")
+        temporary.write_text(json.dumps(totals) + "\n", encoding="utf-8")
+        os.replace(temporary, kept)
     for suffix in ("", "-wal", "-shm"):
         (archive / (STATE_NAME + suffix)).unlink(missing_ok=True)
+
+
+def _last_crawl_counts(archive: Path) -> dict[str, int] | None:
+    """URLs done and failed by the archive's last crawl: its state file's totals, or its
+    report's for a crawl that kept no state (memory frontier)."""
+    state = archive / STATE_NAME
+    if state.is_file():
+        counts = read_counts(state)
+        return {"done": counts.done, "failed": counts.failed}
+    try:
+        report = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict):
+        return None
+    done, failed = report.get("pages"), report.get("failed")
+    if not isinstance(done, int) or not isinstance(failed, int):
+        return None
+    return {"done": done, "failed": failed}
+
+
+def counts_before_patch(archive: Path) -> dict[str, int]:
+    """URLs done and failed in the archive outside the last patch's state (`start_fresh`)."""
+    try:
+        data = json.loads((qa_folder(archive) / BEFORE_PATCH).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {key: value for key, value in data.items() if isinstance(value, int) and value >= 0}
+
+
+def whole_archive_words(archive: Path) -> str | None:
+    """For `archiver status` after a patch: the archive's counts, the patch's share in them."""
+    runs = read_history(archive)
+    state = archive / STATE_NAME
+    earlier = counts_before_patch(archive)
+    if not runs or runs[-1].mode != "patch" or not earlier or not state.is_file():
+        return None
+    patch = read_counts(state)
+    done, failed = earlier.get("done", 0) + patch.done, earlier.get("failed", 0) + patch.failed
+    return f"done {done}, failed {failed} (the last patch: done {patch.done}, failed {patch.failed})"
 
 
 def finished(archive: Path, complete: bool) -> None:

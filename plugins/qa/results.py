@@ -216,12 +216,15 @@ def status_lines(archive: Path) -> Iterable[tuple[str, Any]] | None:
     runs = read_runs(archive) if archive.is_dir() else []
     if not runs:
         return None
-    from .patch import interrupted_words
+    from .patch import interrupted_words, whole_archive_words
 
     lines: list[tuple[str, Any]] = []
     patch = interrupted_words(archive)
     if patch is not None:
         lines.append(("QA patch", patch))
+    whole = whole_archive_words(archive)
+    if whole is not None:
+        lines.append(("whole archive", whole))
     last = runs[-1]
     if last.finished is None:
         return [*lines, ("last QA", f"run {last.number} started {last.started}, not finished")]
