@@ -24,7 +24,7 @@ from .commands.merge import merge_command
 from .commands.plugins import plugins_command
 from .commands.status import status_command
 from .commands.why import why_command
-from .errors import ArchiverError, is_read_only, read_only_message
+from .errors import ArchiverError, BadLines, is_read_only, read_only_message
 from .manager import Hooks, make_plugin_manager
 from .terminal import echo, printable
 
@@ -144,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except ArchiverError as exc:
-        echo(f"archiver: error: {printable(str(exc))}", err=True)
+        for message in exc.lines if isinstance(exc, BadLines) else (str(exc),):
+            echo(f"archiver: error: {printable(message)}", err=True)
         return exc.exit_code
     except OSError as exc:
         if not is_read_only(exc):

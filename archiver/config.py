@@ -21,7 +21,15 @@ from typing import Any
 from . import __version__
 from .errors import ConfigError
 from .hosts import auth_hosts_problem, headers_problem, hosts_tables, proxy_problem
-from .settings import SettingsT, checked, closest, constraint_of, parse_settings, patterns_problem, setting
+from .settings import (
+    SettingsT,
+    checked,
+    constraint_of,
+    did_you_mean,
+    parse_settings,
+    patterns_problem,
+    setting,
+)
 from .units import parse_duration, parse_size
 
 DEFAULT_USER_AGENT = f"archiver/{__version__} (+https://pypi.org/project/site-archiver/)"
@@ -100,6 +108,9 @@ class Config:
     auth: tuple[str, ...] = setting((), check=auth_hosts_problem)
     """Hosts (host or host:port) given HTTP Basic credentials from ~/.netrc or the environment."""
     allow_logout: bool = False
+    expect_text: str = ""
+    """Text the page each root leads to must show (a logged-in user's name, 'Sign out'); the
+    crawl stops with an error when it does not, rather than archive a logged-out site."""
     redact_credentials: bool = False
     proxy: str = setting("", check=proxy_problem)
     """'' (none), 'env' (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) or the proxy's http:// URL."""
@@ -117,9 +128,12 @@ class Config:
     _settings: dict[tuple[str, type], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _read: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def plugin(self, name: str) -> Mapping[str, Any]:
-        """This plugin's `[plugins.NAME]` table, empty when absent."""
+        """This plugin's `[plugins.NAME]` table, empty when absent; a plugin that reads it
+        checks it (`checked_tables`)."""
+        self._read.add(name)
         return self.plugins.get(name, {})
 
     def plugin_settings(self, name: str, cls: type[SettingsT]) -> SettingsT:
@@ -131,6 +145,10 @@ class Config:
         if found is None:
             found = self._settings[(name, cls)] = parse_settings(name, cls, self.plugin(name))
         return typing.cast(SettingsT, found)
+
+    def checked_tables(self) -> set[str]:
+        """The `[plugins.NAME]` tables a plugin has read (and checked) so far."""
+        return set(self._read)
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
@@ -191,11 +209,6 @@ MOVED: Mapping[tuple[str, str], tuple[str, str]] = {
 stored elsewhere: `current_tables` reads them into `[plugins.NAME]`, and `load_config`
 takes them as overrides, so that older archives resume as they were."""
 _MOVED_KEYS = {key: target for (_, key), target in MOVED.items()}
-
-
-def _closest(name: str, candidates: typing.Iterable[str]) -> str:
-    match = closest(name, candidates)
-    return f" (did you mean {match!r}?)" if match else ""
 
 
 _IN_WORDS = {"max_bytes": parse_size, "min_free_disk": parse_size, "max_time": parse_duration}
@@ -274,7 +287,7 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
             home = _home_of(section)
             if home:
                 raise ConfigError(f"{source}: {section} belongs in the [{home}] table: put it under [{home}]")
-            raise ConfigError(f"{source}: unknown table [{section}]{_closest(section, SECTIONS)}")
+            raise ConfigError(f"{source}: [{section}]: unknown table{did_you_mean(section, SECTIONS)}")
         if not isinstance(table, Mapping):
             raise ConfigError(f"{source}: [{section}] must be a table")
         for key, value in table.items():
@@ -285,11 +298,11 @@ def flatten_tables(tables: Mapping[str, Any], source: str = "config") -> dict[st
                 everything = [k for keys in SECTIONS.values() for k in keys]
                 elsewhere = _home_of(key)
                 hint = (
-                    f" (it belongs in [{elsewhere}])"
+                    f"; it belongs in [{elsewhere}]"
                     if elsewhere
-                    else _closest(key, SECTIONS[section]) or _closest(key, everything)
+                    else did_you_mean(key, SECTIONS[section]) or did_you_mean(key, everything)
                 )
-                raise ConfigError(f"{source}: unknown key {section}.{key}{hint}")
+                raise ConfigError(f"{source}: [{section}] {key}: unknown key{hint}")
             values[key] = _checked(key, value)
     if plugin_tables:
         values["plugins"] = plugin_tables
@@ -320,6 +333,6 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
             values["hosts"] = {**values.get("hosts", {}), **hosts_tables(value, "command line")}
             continue
         if key not in _FIELDS:
-            raise ConfigError(f"unknown setting {key!r}{_closest(key, _FIELDS)}")
+            raise ConfigError(f"unknown setting {key!r}{did_you_mean(key, _FIELDS)}")
         values[key] = _checked(key, value)
     return Config(**values)

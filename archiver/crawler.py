@@ -28,7 +28,7 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, ProxyUnreachable, SeedError
+from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, LoginError, ProxyUnreachable, SeedError
 from .fetcher import (
     GuardedResolver,
     compare_with_stored,
@@ -42,11 +42,13 @@ from .frontier import Frontier, Item
 from .guard import AddressGuard
 from .identity import CrawlIdentity
 from .linkmemo import LinkMemo
+from .login_check import LoginCheck
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
+from .terminal import note
 from .traps import TrapDetector
 from .turns import Turn, Turns
 from .units import human_duration, size
@@ -107,6 +109,9 @@ class Crawler:
         self._known_links = LinkMemo()
         """Links already handed to the frontier or refused (`linkmemo`)."""
         self._seed_failures = 0
+        self._login = LoginCheck.of(config)
+        self._login_failure: str | None = None
+        """Why the crawl stopped as not logged in (`--expect-text`), if it did."""
         self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
         """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
         (the oldest half dropped past _REQUISITES_MEMORY)."""
@@ -221,6 +226,8 @@ class Crawler:
                             seconds=time.monotonic() - started,
                         )
                         await write_report(crawl)
+        if self._login_failure is not None:
+            raise LoginError(self._login_failure)
         if self._seed_failures and crawl.stats["pages"] == 0:
             raise SeedError(f"no root URL could be fetched: {crawl.seed_error or 'unknown error'}")
         return crawl
@@ -295,7 +302,7 @@ class Crawler:
             await asyncio.sleep(control.POLL_SECONDS)
 
     def _log_control(self, command: control.Command, message: str) -> None:
-        log.warning("archiver control: %s", message)
+        note(log, "archiver control: %s", message)
         event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
         self.log.write({**event, "at": command.at, "reason": message})
 
@@ -335,7 +342,11 @@ class Crawler:
             return self._set_tasks(int(args[0]))
         host, action = args
         self.limiter.hold(host, action == "pause")
-        return f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+        done = f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+        if self.scope.host_allows(f"http://{host}/"):
+            return done
+        # a requisite's host is fetched too, so an unknown name is flagged, not refused
+        return f"{done}; {host} is not the host of a root (written as URLs write it, port and all?)"
 
     async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
         """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
@@ -349,7 +360,7 @@ class Crawler:
         when = f"added by archiver control at {at}"
 
         def refusal(item: Item) -> str | None:
-            verdict = self.scope.pattern_verdict(item.url)
+            verdict = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
             return None if verdict is None else f"{verdict} ({when})"
 
         dropped = await self.frontier.drop(refusal) if drop else []
@@ -423,7 +434,8 @@ class Crawler:
                 self.log.write(record)
         marked = await self.frontier.mark_done(found)
         crawl.stats["resume_from_warc"] += marked
-        log.warning(
+        note(
+            log,
             "resuming: %d URLs were in flight when the last run stopped: %d already archived"
             " (not fetched again), %d to fetch",
             len(recovered),
@@ -663,7 +675,7 @@ class Crawler:
         outcome; the worker's `turn` ends once nothing more is fetched for the item."""
         if self._patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
-            refused = self.scope.pattern_verdict(item.url)
+            refused = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
             if refused is not None:
                 self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
                 return False
@@ -703,6 +715,9 @@ class Crawler:
         source = stored or page  # a 304's links are the stored page's
         links = [] if source.is_redirect else self._extract(source)
         await self.hooks.page_fetched(page, links, self.crawl)
+        if item.depth == 0 and item.kind is LinkKind.PAGE and self._logged_out(item, source):
+            self.log.write(self._record(item, page, outcome.tries, len(links), 0, None))
+            return False
         if source.is_redirect:
             stats["redirects"] += 1
             # the plugin that asked for a requisite asks for its redirect target too
@@ -714,6 +729,21 @@ class Crawler:
             new = await self._add_links(links, item, page.url)
         self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
         return False
+
+    def _logged_out(self, item: Item, page: Page) -> bool:
+        """A root, or where its redirects led: warn when it looks logged out, and stop the crawl
+        (its links not followed) when it lacks `--expect-text`."""
+        if _is_root(item):
+            warning = self._login.root_warning(page)
+            if warning is not None:
+                log.warning("%s", warning)
+        failure = self._login.landing_failure(page)
+        if failure is None:
+            return False
+        if self._login_failure is None:
+            self._login_failure = failure
+            self._stopping.set()
+        return True
 
     async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
         """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once.

@@ -135,6 +135,7 @@ def build_report(crawl: Crawl) -> dict[str, Any]:
         "skipped_by_reason": skipped,
         "plugins": plugins,
         **({"after_crawl": crawl.after_crawl} if crawl.after_crawl is not None else {}),
+        **({"left_to_do": crawl.left_to_do} if crawl.left_to_do else {}),
     }
 
 

@@ -29,6 +29,19 @@ class UsageError(ArchiverError):
     exit_code = 2
 
 
+class BadLines(UsageError):
+    """Every bad line of an input file (a roots file) at once: the CLI prints one error line
+    for each, so that one run shows what to fix."""
+
+    SHOWN = 20
+    """Lines named at most; the others are counted."""
+
+    def __init__(self, problems: list[str]) -> None:
+        more = len(problems) - self.SHOWN
+        self.lines = (*problems[: self.SHOWN], *([f"and {more} more bad lines"] if more > 0 else []))
+        super().__init__("; ".join(self.lines))
+
+
 class ArchiveError(ArchiverError):
     """An archive folder or one of its files cannot be used as asked."""
 
@@ -41,6 +54,12 @@ class ArchiveLockedError(ArchiveError):
 
 class SeedError(ArchiverError):
     """No root URL could be fetched at all (DNS failure, refused connection, ...)."""
+
+    exit_code = 1
+
+
+class LoginError(ArchiverError):
+    """The crawl was not logged in: the page a root led to lacks `--expect-text`."""
 
     exit_code = 1
 

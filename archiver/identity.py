@@ -30,6 +30,8 @@ from .cookies import Cookie, read_cookies_file
 from .credentials import SiteCredentials
 from .fetcher import new_cookie_jar
 from .layout import COOKIES_NAME
+from .login_check import cookies_loaded, unusable_cookies
+from .terminal import note
 
 if TYPE_CHECKING:
     from aiohttp import CookieJar
@@ -88,7 +90,11 @@ class CrawlIdentity:
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
         self._loaded = True
         if self.config.cookies_file and not (resumed and self.path.is_file()):
-            self.add(read_cookies_file(Path(self.config.cookies_file)))
+            cookies = read_cookies_file(Path(self.config.cookies_file))
+            note(log, "%s", cookies_loaded(cookies, self.config.cookies_file))
+            for warning in unusable_cookies(cookies, self.config.roots, self.config.cookies_file):
+                log.warning("%s", warning)
+            self.add(cookies)
         self.save()
 
     def add(self, cookies: Iterable[Cookie]) -> None:

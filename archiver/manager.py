@@ -102,6 +102,25 @@ def make_plugin_manager(
             _skip_broken(broken, values[broken], exc)
 
 
+def check_plugin_tables(config: Config, pm: pluggy.PluginManager) -> None:
+    """ConfigError, in `parse_settings`' format, for a table no loaded plugin reads: a plugin
+    name misspelled (``[plugins.wacr]``), or a key of a plugin that takes no settings."""
+    from .settings import did_you_mean
+
+    loaded = {name.rsplit(".", 1)[-1] for name, plugin in pm.list_name_plugin() if plugin is not None}
+    installed = {ep.name for ep in entry_points()} | loaded
+    checked = config.checked_tables()
+    for name, table in config.plugins.items():
+        if name in checked:
+            continue
+        if name not in installed:
+            hint = did_you_mean(name, installed) or "; `archiver plugins` lists them"
+            raise ConfigError(f"[plugins.{name}]: unknown table: no plugin is called {name!r}{hint}")
+        if name in loaded and table:
+            key = next(iter(table))
+            raise ConfigError(f"[plugins.{name}] {key}: unknown key; the {name} plugin takes no settings")
+
+
 def _import_plugin(module_name: str) -> ModuleType:
     """`--plugin MODULE` also finds a module of the current directory: `python -m` would, but
     the `archiver` script of an installed archiver has only its own folder on `sys.path`, so a
@@ -189,7 +208,10 @@ class Hooks:
         self._hook = pm.hook
 
     def configure(self, config: Config) -> None:
+        """Each plugin checks its own table; then every `[plugins.NAME]` table left must be a
+        loaded plugin's, and one whose plugin takes no settings must be empty."""
         self._hook.configure(config=config, pm=self.pm)
+        check_plugin_tables(config, self.pm)
 
     def routes(self) -> list[Any]:
         """The routes every plugin adds to the web application of ``archiver serve``."""

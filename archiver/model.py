@@ -247,6 +247,9 @@ class Crawl:
 
     A plugin whose figure was stale then sets its own here as its ``crawl_finished`` begins:
     the progress display and the summary count its catch-up from it."""
+    left_to_do: list[str] = field(default_factory=list)
+    """What plugins left undone when a run that had fetched everything was interrupted, each
+    with the command that finishes it: running the crawl again would find nothing to do."""
     after_crawl: dict[str, Any] | None = None
     """The stage after the last page, when plugins had to catch up: seconds, pages per plugin."""
     crawl_log: LogWriter | None = None

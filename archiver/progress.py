@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import logging
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -90,26 +95,42 @@ def render(snapshot: Snapshot) -> Group:
 
 
 def pace_note(
-    limiter: HostLimiter | None, counts: Counts, max_tasks: int, hosts: HostCounts | None = None
+    limiter: HostLimiter | None,
+    counts: Counts,
+    max_tasks: int,
+    hosts: HostCounts | None = None,
+    options: bool = True,
 ) -> str | None:
-    """What holds the crawl back now, in words, with the setting that changes it; None if nothing."""
+    """What holds the crawl back now, in words, with the setting that changes it; None if nothing.
+
+    `options`: whether the command takes the crawl's options (`--delay`); a patch of
+    `archiver qa --patch` does not, and crawls with the settings of the archive's crawl.toml.
+    """
     if limiter is not None:
         waited = limiter.last_wait()
         if waited is not None and hosts is not None and hosts.waiting + hosts.paused > 1 and not hosts.ready:
             _site, gap, source = waited
+            change = (
+                "--delay SECONDS, --per-host-concurrency N (or [politeness])"
+                if options
+                else "delay, per_host_concurrency in [politeness] of the archive's crawl.toml"
+            )
             return (
                 f"polite across {hosts.waiting + hosts.paused:,} hosts: each waits {gap:g} s"
                 f" between its requests ({source}), and workers wait for the next host's turn\n"
-                "  to change it: --delay SECONDS, --per-host-concurrency N (or [politeness])"
+                f"  to change it: {change}"
             )
         if waited is not None:
             site, gap, source = waited
-            return (
-                f"polite: {gap:g} s between requests to {site} ({source})\n"
-                "  to change it: --delay SECONDS (or delay in [politeness])"
+            change = (
+                "--delay SECONDS (or delay in [politeness])"
+                if options
+                else "delay in [politeness] of the archive's crawl.toml"
             )
+            return f"polite: {gap:g} s between requests to {site} ({source})\n  to change it: {change}"
     if counts.fetching >= max_tasks:
-        return f"all {max_tasks} workers busy: --max-tasks raises their number"
+        more = "--max-tasks" if options else "max_tasks in the archive's crawl.toml"
+        return f"all {max_tasks} workers busy: {more} raises their number"
     return None
 
 
@@ -137,8 +158,29 @@ async def show_progress(
 ) -> None:
     """Redraw the crawl's progress until cancelled."""
     started = time.monotonic()
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    stderr = sys.stderr
+    with Live(console=console, auto_refresh=False, transient=False) as live, _logs_above(stderr):
         await _redraw(crawl, frontier, live, limiter, started)
+
+
+@contextlib.contextmanager
+def _logs_above(stderr: TextIO) -> Iterator[None]:
+    """Log lines (warnings, `archiver control`'s acknowledgements) printed above the live
+    display on lines of their own: their handlers write to the stream `Live` put in place of
+    `stderr`, where they would otherwise be glued to the progress line and cut at its width."""
+    proxy = sys.stderr
+    moved = [
+        handler
+        for handler in logging.getLogger().handlers
+        if isinstance(handler, logging.StreamHandler) and handler.stream is stderr and proxy is not stderr
+    ]
+    for handler in moved:
+        handler.setStream(proxy)
+    try:
+        yield
+    finally:
+        for handler in moved:
+            handler.setStream(stderr)
 
 
 async def _redraw(
@@ -197,7 +239,7 @@ async def _redraw(
                     now - started,
                     _left(remaining, speed),
                     details,
-                    pace_note(limiter, counts, crawl.config.max_tasks, hosts),
+                    pace_note(limiter, counts, crawl.config.max_tasks, hosts, crawl.mode != "patch"),
                 )
             live.update(render(snapshot), refresh=True)
             await asyncio.sleep(REFRESH_SECONDS)
@@ -211,13 +253,14 @@ async def _redraw(
         if stage is not None:
             name, total, stage_started = stage
             done = min(max(total - crawl.stats.get(f"{name}.pending", 0), 0), total)
+            ended_as = "interrupted" if crawl.interrupted and done < total else "done"
             final = Snapshot(
                 f"{name} catch-up",
                 done,
                 total,
                 time.monotonic() - stage_started,
                 None,
-                f"{done:,} of {total:,} pages | done",
+                f"{done:,} of {total:,} pages | {ended_as}",
             )
             live.update(render(final), refresh=True)
         raise

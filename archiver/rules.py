@@ -146,7 +146,11 @@ class Rules:
         return "requisites disabled" if kind is not LinkKind.PAGE and not self.config.requisites else None
 
     def patterns(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
-        return self.scope.pattern_verdict(url)
+        return self.scope.pattern_verdict(url, requisite=self.admits_requisite(kind))
+
+    def admits_requisite(self, kind: LinkKind) -> bool:
+        """Whether `kind` is a requisite the crawl fetches: include patterns do not narrow it."""
+        return kind is not LinkKind.PAGE and self.config.requisites
 
     def logout(self, url: str, depth: int, kind: LinkKind, referrer: str | None) -> str | None:
         return logout_refusal(url, self.config)

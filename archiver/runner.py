@@ -177,7 +177,12 @@ def crawl_and_report(
         echo(human_summary(report))
     if crawl.interrupted:
         signum = crawl.signal or signal.SIGINT
-        if not quiet and not as_json:
+        if quiet or as_json:
+            pass
+        elif crawl.complete and crawl.left_to_do:  # every page fetched: the same command does nothing
+            for unfinished in crawl.left_to_do:
+                click.echo(f"Interrupted after the last page: {unfinished}.", err=True)
+        else:
             click.echo(f"Interrupted: run the same command again to {again}.", err=True)
         sys.exit(128 + int(signum))
     if crawl.limit is not None and not crawl.complete:

@@ -73,5 +73,5 @@ def describe_hosts(hosts: dict[str, int]) -> str:
     `archiver status`'s words for `schedule.HostCounts`."""
     text = f"{hosts.get('fetching', 0):,} fetching, {hosts.get('waiting', 0):,} waiting on politeness"
     if hosts.get("paused"):
-        text += f", {hosts['paused']:,} paused (Retry-After or robots.txt unavailable)"
+        text += f", {hosts['paused']:,} paused (Retry-After, robots.txt unavailable or archiver control)"
     return text

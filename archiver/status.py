@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ArchiveError, UsageError
+from .history import read_history
 from .layout import CONFIG_NAME, CRAWL_FOLDERS, CRAWL_LOG_NAME, LOCK_NAME, REPORT_NAME, STATE_NAME
 from .lock import Holder, is_locked, read_holder
 from .model import Counts
+from .pauses import Pauses, read_pauses
 from .queue_view import SAMPLE, QueueView, queue_view, trap_findings, view_lines
 from .state import describe_hosts, read_counts, read_host_counts, read_queued
 
@@ -49,6 +51,11 @@ class ArchiveStatus:
     """The words of a plugin whose frontier kept the crawl (`archive_status` hook), in place of the core's."""
     hosts: dict[str, int] = field(default_factory=dict)
     """A running crawl's hosts: fetching, waiting (on politeness), paused, ready (`schedule.HostCounts`)."""
+    counted: str = ""
+    """What the counts are of, when not the whole archive: the state file of a patch
+    (`archiver qa --patch`) holds only the URLs it was given."""
+    pauses: Pauses = field(default_factory=Pauses)
+    """What `archiver control` paused in the running crawl."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +71,13 @@ class ArchiveStatus:
             "plugins": {str(label): value for label, value in self.plugins},
             **({"shared": self.shared} if self.shared else {}),
             **({"hosts": self.hosts} if self.hosts else {}),
+            **(
+                {"paused": self.pauses.crawl is not None, "paused_at": self.pauses.crawl}
+                if self.state == RUNNING
+                else {}
+            ),
+            **({"paused_hosts": self.pauses.hosts} if self.pauses.hosts else {}),
+            **({"counts_of": "patch"} if self.counted else {}),
         }
 
 
@@ -169,9 +183,15 @@ def archive_status(archive: Path) -> ArchiveStatus:
             status.limit = _report_limit(archive)
             if status.limit is not None:
                 status.limit_use = used_of_limits(archive)
+        if running:
+            status.pauses = read_pauses(archive, holder.since if holder else None)
+        runs = read_history(archive)
+        if runs and runs[-1].mode == "patch":
+            status.counted = "the last patch (archiver qa --patch)"
         return status
     if running:
-        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale)
+        pauses = read_pauses(archive, holder.since if holder else None)
+        return ArchiveStatus(archive, RUNNING, Counts(), "memory", holder, stale, pauses=pauses)
     if not (archive / CONFIG_NAME).is_file():
         if any(p.name != LOCK_NAME for p in archive.iterdir()):
             raise UsageError(f"{archive} is not an archive (no {CONFIG_NAME})")
@@ -233,6 +253,8 @@ def describe(status: ArchiveStatus) -> str:
         NOT_RESUMABLE: f"{name}: interrupted; its crawl kept no state (memory frontier), so it cannot resume",
     }[status.state]
     lines = [headline]
+    if status.state == RUNNING:
+        lines.extend(pause_lines(status.pauses, str(name)))
     if status.limit:
         words = stop_words(status.limit)
         lines.append(f"  {words[:1].lower()}{words[1:]}")
@@ -243,7 +265,8 @@ def describe(status: ArchiveStatus) -> str:
             lines[0] = f"{name}: resumable"  # the plain --resume would stop at once
             lines.append(f"  {remedy}")
     if status.frontier == "sqlite" and status.state != NEW:
-        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+        counted = ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING))
+        lines.append(f"  {status.counted}: {counted}" if status.counted else f"  {counted}")
     if status.hosts and status.state == RUNNING:
         lines.append("  hosts: " + describe_hosts(status.hosts))
     if status.stale_lock and status.holder is not None:
@@ -252,6 +275,23 @@ def describe(status: ArchiveStatus) -> str:
         lines.extend(view_lines(status.queue, str(name), c.queued + c.in_flight))
     lines.extend(f"  {label}: {value}" for label, value in status.plugins)
     return "\n".join(lines)
+
+
+def pause_lines(pauses: Pauses, archive: str) -> list[str]:
+    """Who paused what, and the command that undoes it."""
+    lines = []
+    if pauses.crawl is not None:
+        lines.append(
+            f"  paused by `archiver control pause` at {pauses.crawl}:"
+            f" `archiver control {archive} resume` goes on"
+        )
+    if pauses.hosts:
+        held = ", ".join(f"{host} (since {at})" for host, at in pauses.hosts.items())
+        lines.append(
+            f"  hosts paused by `archiver control`: {held};"
+            f" `archiver control {archive} host HOST resume` releases one"
+        )
+    return lines
 
 
 def with_queue(status: ArchiveStatus) -> ArchiveStatus:

@@ -13,7 +13,18 @@ import sys
 
 import click
 
-__all__ = ["PrintableFormatter", "echo", "printable", "setup_logging"]
+__all__ = ["NOTE", "PrintableFormatter", "echo", "note", "printable", "setup_logging"]
+
+NOTE = 25
+"""A log level between INFO and WARNING: what the user is told by default that is no fault
+(an `archiver control` command acknowledged, what a resume found, the cookies loaded)."""
+logging.addLevelName(NOTE, "NOTE")
+
+
+def note(logger: logging.Logger, message: str, *args: object) -> None:
+    """Tell the user `message` (``archiver: note: ...``), unless -q or --json silenced it."""
+    logger.log(NOTE, message, *args)
+
 
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
 # Bidirectional overrides and isolates can make printed text read in another order.
@@ -44,7 +55,7 @@ class PrintableFormatter(logging.Formatter):
     """
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.levelno >= logging.WARNING:
+        if record.levelno >= NOTE:
             message = record.getMessage()
             if record.exc_info:
                 message += "\n" + self.formatException(record.exc_info)
@@ -55,12 +66,8 @@ class PrintableFormatter(logging.Formatter):
 
 
 def setup_logging(verbose: int, quiet: bool) -> None:
-    """Log lines on stderr, escaped: warnings, or more with -v/-vv; only errors when `quiet`."""
-    level = (
-        logging.ERROR
-        if quiet
-        else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-    )
+    """Log lines on stderr, escaped: notes and warnings, or more with -v/-vv; only errors when `quiet`."""
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else NOTE)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

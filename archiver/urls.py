@@ -196,18 +196,22 @@ class Scope:
         """An include or exclude pattern added while the crawl runs (`archiver control`)."""
         (self._exclude if exclude else self._include).append(re.compile(pattern))
 
-    def pattern_verdict(self, url: str) -> str | None:
+    def pattern_verdict(self, url: str, *, requisite: bool = False) -> str | None:
         """None when the patterns admit `url`, else the rule that refused it.
 
         Patterns see each of the URL's `rule_readings`: an exclude pattern that matches one
-        refuses it, an include pattern must match one.
+        refuses it, an include pattern must match one.  Include patterns narrow the pages
+        followed, not what a page in scope needs to look right (wget's `-I` with `-p`): a
+        `requisite` is judged by the exclude patterns only.
         """
-        if not self._exclude and not self._include:
+        if not self._exclude and (not self._include or requisite):
             return None
         readings = rule_readings(url)
         for pattern in self._exclude:
             if any(pattern.search(reading) for reading in readings):
                 return f"exclude pattern {pattern.pattern!r}"
-        if self._include and not any(p.search(reading) for p in self._include for reading in readings):
+        if requisite or not self._include:
+            return None
+        if not any(p.search(reading) for p in self._include for reading in readings):
             return "no include pattern matches"
         return None

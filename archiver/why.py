@@ -101,6 +101,9 @@ def explain(
         elif rule.name == "host" and kind is not LinkKind.PAGE and config.requisites:
             detail = "another host is fine for a page requisite (image, CSS, script): it is never followed"
             steps.append(Step(rule.name, True, detail))
+        elif rule.name == "patterns" and config.include and kind is not LinkKind.PAGE and config.requisites:
+            detail = "include patterns narrow the pages followed, not a requisite; no exclude pattern matches"
+            steps.append(Step(rule.name, True, detail))
         elif rule.name == "depth" and kind is not LinkKind.PAGE:
             steps.append(Step(rule.name, True, f"a {kind} is not followed: no depth limit"))
         elif rule.name == "depth" and logged is None and not is_root:

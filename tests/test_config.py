@@ -44,7 +44,7 @@ def test_file_then_command_line(tmp_path: Path) -> None:
 
 def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
     path = write(tmp_path, "[crawl]\nmax_taks = 3\n")
-    with pytest.raises(ConfigError, match=r"unknown key crawl.max_taks \(did you mean 'max_tasks'\?\)"):
+    with pytest.raises(ConfigError, match=r"\[crawl\] max_taks: unknown key; did you mean 'max_tasks'\?"):
         load_config(path)
 
 
@@ -55,7 +55,7 @@ def test_key_in_wrong_table(tmp_path: Path) -> None:
 
 
 def test_unknown_table(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"unknown table \[crawll\] \(did you mean 'crawl'\?\)"):
+    with pytest.raises(ConfigError, match=r"\[crawll\]: unknown table; did you mean 'crawl'\?"):
         load_config(write(tmp_path, "[crawll]\n"))
 
 
@@ -285,6 +285,22 @@ def test_plugin_settings_are_checked_once_per_config() -> None:
             "[plugins.links] max_parse_sise: unknown key; did you mean",
         ),
         ("[plugins.index]\nwait = 'no'\n", "[plugins.index] wait: expected true or false, got 'no'"),
+        (
+            "[plugins.redis]\nlease_second = 3\n",
+            "[plugins.redis] lease_second: unknown key; did you mean 'lease_seconds'?",
+        ),
+        (
+            "[plugins.qa]\nthreshold = 3\n",
+            "[plugins.qa] threshold: unknown key; the qa plugin takes no settings",
+        ),
+        ("[plugins.mirror]\nx = 1\n", "[plugins.mirror] x: unknown key; the mirror plugin takes no settings"),
+        ("[plugins.web]\nport = 1\n", "[plugins.web] port: unknown key; the web plugin takes no settings"),
+        (
+            "[plugins.wacr]\ngzip_level = 1\n",
+            "[plugins.wacr]: unknown table: no plugin is called 'wacr'; did you mean 'warc'?",
+        ),
+        ("[crawll]\n", "[crawll]: unknown table; did you mean 'crawl'?"),
+        ("[limits]\nmax_byte = 3\n", "[limits] max_byte: unknown key; did you mean 'max_bytes'?"),
     ],
 )
 def test_a_bad_plugin_setting_is_one_line_from_the_command_line(

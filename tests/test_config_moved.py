@@ -141,7 +141,7 @@ def test_one_key_in_both_places(tmp_path: Path) -> None:
 
 def test_a_moved_key_elsewhere_names_its_table(tmp_path: Path) -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown key politeness.crawl_id \(it belongs in \[plugins.redis\]\)"
+        ConfigError, match=r"\[politeness\] crawl_id: unknown key; it belongs in \[plugins.redis\]"
     ):
         load_config(write(tmp_path, '[politeness]\ncrawl_id = "a"\n'))
     with pytest.raises(ConfigError, match=r"lease_seconds belongs in the \[plugins.redis\] table"):

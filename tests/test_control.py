@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import signal
+import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -19,6 +22,7 @@ from pathlib import Path
 from aiohttp import web
 from archiver_plugins.replay.status import crawl_status
 from cli_process import PLUGINS_ONLY, archiver, start_archiver
+from terminal import run_on_terminal, screen_lines, screen_text
 
 from archiver.testing import Site
 
@@ -215,3 +219,70 @@ async def test_status_names_a_calendar_trap_and_its_exclude_line_stops_it(site: 
     assert [path for at, path in requests if at > stopped_at + 0.5] == []
     code, out = await archiver("status", archive, cwd=tmp_path)
     assert "complete" in out.splitlines()[0], out
+
+
+class Steering:
+    """`archiver control pause` once the progress display shows, `resume` once the pause is
+    acknowledged: `run_on_terminal`'s `meanwhile`, the commands run beside the crawl."""
+
+    def __init__(self, archive: Path, cwd: Path) -> None:
+        self.archive, self.cwd = archive, cwd
+        self.sent: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self, shown: str) -> bool:
+        text = screen_text(shown)
+        if not self.sent and "crawling" in text:
+            self.send("pause")
+        elif len(self.sent) == 1 and "archiver control: paused" in text:
+            self.send("resume")
+            return True
+        return False
+
+    def send(self, verb: str) -> None:
+        command = [sys.executable, "-m", "archiver", "control", str(self.archive), verb]
+        self.sent.append(subprocess.Popen(command, cwd=self.cwd, stdout=subprocess.DEVNULL))
+
+
+async def test_acknowledgements_are_notes_on_lines_of_their_own_above_the_display(
+    site: Site, tmp_path: Path
+) -> None:
+    Recorder(site, latency=0.05)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), *PLAIN, "--max-tasks", "1"]
+    steering = Steering(archive, tmp_path)
+    code, output = await asyncio.to_thread(run_on_terminal, args, tmp_path, 120, meanwhile=steering)
+    assert [sent.wait(30) for sent in steering.sent] == [0, 0]
+    assert code == 0, output[-2000:]
+    lines = screen_lines(output)
+    paused = [line for line in lines if "archiver control: paused" in line]
+    assert len(paused) == 1 and paused[0].startswith("archiver: note: archiver control: paused: "), paused
+    assert "archiver: note: archiver control: resumed" in lines
+    assert not any("warning: archiver control" in line for line in lines), lines
+
+
+async def test_status_says_who_paused_what_and_how_to_resume(site: Site, tmp_path: Path) -> None:
+    server = Recorder(site, latency=0.05)
+    archive = tmp_path / "a"
+    crawl = await start_crawl(site, archive, tmp_path, "--max-tasks", "2", "--frontier", "sqlite")
+    await until(lambda: len(server.requests) >= 4)
+    code, out = await archiver("control", archive, "pause", cwd=tmp_path)
+    assert code == 0, out
+    code, out = await archiver("control", archive, "host", site.host, "pause", cwd=tmp_path)
+    assert (code, out) == (0, f"host {site.host} paused"), out
+    code, out = await archiver("control", archive, "host", "elsewhere.example", "pause", cwd=tmp_path)
+    assert code == 0 and "elsewhere.example is not the host of a root" in out, out
+    code, out = await archiver("status", archive, "--json", cwd=tmp_path)
+    found = json.loads(out)
+    assert found["state"] == "running" and found["paused"] is True and found["paused_at"], found
+    assert set(found["paused_hosts"]) == {site.host, "elsewhere.example"}
+    code, out = await archiver("status", archive, cwd=tmp_path)
+    assert f"paused by `archiver control pause` at {found['paused_at']}" in out, out
+    assert f"`archiver control {archive} resume` goes on" in out
+    assert f"hosts paused by `archiver control`: {site.host} (since " in out
+    for args in (["host", site.host, "resume"], ["host", "elsewhere.example", "resume"], ["resume"]):
+        code, out = await archiver("control", archive, *args, cwd=tmp_path)
+        assert code == 0, out
+    code, out = await archiver("status", archive, "--json", cwd=tmp_path)
+    found = json.loads(out)
+    assert found["paused"] is False and "paused_hosts" not in found, found
+    assert await asyncio.wait_for(crawl.wait(), 60) == 0

@@ -120,6 +120,22 @@ async def test_exclude_and_include(site: Site, crawl_archive: CrawlFn, tmp_path:
     assert set(site.hits) == {"/", "/keep/1"}
 
 
+async def test_include_narrows_pages_not_their_requisites(site: Site, crawl_archive: CrawlFn) -> None:
+    site.page(
+        "/docs/",
+        body='<link rel="stylesheet" href="/_static/pygments.css"><img src="/img/a.png">'
+        '<a href="/docs/next">n</a><a href="/blog/">b</a>',
+    )
+    site.page("/docs/next")
+    site.page("/blog/")
+    site.page("/_static/pygments.css", '@import url("base.css");', content_type="text/css")
+    site.page("/_static/base.css", "body{}", content_type="text/css")
+    site.page("/img/a.png", "png", content_type="image/png")
+    crawl = await crawl_archive(site.url("/docs/"), include=("/docs/",), exclude=("a\\.png$",))
+    assert set(site.hits) == {"/docs/", "/docs/next", "/_static/pygments.css", "/_static/base.css"}
+    assert crawl.stats["skipped_no"] == 1 and crawl.stats["skipped_exclude"] == 1
+
+
 async def test_several_roots(site: Site, other_site: Site, crawl_archive: CrawlFn) -> None:
     site.page("/", links=["/a"])
     site.page("/a")

@@ -337,6 +337,11 @@ async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_res
     assert not crawl.finishing
     waiting = pending_in(spool_path(tmp_path))
     assert 0 < waiting < 400 and crawl.stats["index.pending"] == waiting
+    assert crawl.left_to_do == [
+        f"{waiting:,} pages wait for the search index; `archiver reindex --pending {tmp_path}` indexes them"
+    ]
+    status = dict(index_plugin.archive_status(archive=tmp_path) or [])
+    assert status["index catch-up"] == f"run `archiver reindex --pending {tmp_path}`"
     indexed = open_index(tmp_path)
     assert indexed.doc_count() + waiting == 400
     indexed.close()

@@ -251,6 +251,82 @@ async def test_cookies_file_opens_the_members_pages_and_the_logout_links_are_nev
     assert "logout" in out and "sign-out link" in out, out + err
 
 
+async def test_the_cookies_file_is_summed_up_and_cookies_never_sent_are_named(
+    site: Site, tmp_path: Path
+) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(
+        tmp_path / "cookies.txt",
+        f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}",
+        "127.0.0.1\tFALSE\t/\tFALSE\t1600000000\told\tstale",
+        "127.0.0.1\tFALSE\t/\tTRUE\t0\ttoken\tonly-over-https",
+    )
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(tmp_path / "a"), "--cookies", str(jar), *FAST[:-1], *PLUGINS
+    )
+    assert code == 0, err
+    lines = err.splitlines()
+    assert f"archiver: note: --cookies {jar}: 3 cookies for 127.0.0.1" in lines, lines
+    expired = [line for line in lines if "expired" in line]
+    assert expired == [
+        f"archiver: warning: --cookies {jar}: 1 cookie expired, never sent (old of 127.0.0.1, 2020-09-13):"
+        " export the cookies again from a browser that is logged in"
+    ]
+    secure = [line for line in lines if "Secure" in line]
+    assert len(secure) == 1 and "token of 127.0.0.1" in secure[0] and "crawl the https:// URL" in secure[0]
+    assert not any("only-over-https" in (headers.get("Cookie") or "") for _, headers in seen.requests)
+
+
+async def test_a_stale_cookie_sent_to_the_login_page_is_a_warning(site: Site, tmp_path: Path) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(tmp_path / "cookies.txt", "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tlong-gone")
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(tmp_path / "a"), "--cookies", str(jar), *FAST[:-1], *PLUGINS
+    )
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "a login page" in line]
+    assert warned == [
+        f"archiver: warning: {site.url('/')} redirects to {site.url('/login')}, a login page, although the"
+        " crawl has cookies or credentials: the login did not work (cookies expired? a wrong password?);"
+        " --expect-text TEXT stops it"
+    ], err
+
+
+async def test_a_root_answering_401_to_the_credentials_is_a_warning(
+    site: Site, other_site: Site, tmp_path: Path
+) -> None:
+    seen = Seen()
+    private_area(site, seen, other_site.url("").rstrip("/"))
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine {site.host}\n  login {LOGIN}\n  password wrong\n")
+    netrc.chmod(0o600)
+    args = ["crawl", site.url("/area/"), "-o", str(tmp_path / "a"), "--auth", site.host, *FAST[:-1], *PLUGINS]
+    code, _, err = await run_cli(*args, env={**ENV, "NETRC": str(netrc)})
+    assert code == 0, err
+    assert f"archiver: warning: {site.url('/area/')} answered 401 although the crawl has cookies" in err
+
+
+async def test_expect_text_stops_a_crawl_that_is_not_logged_in(site: Site, tmp_path: Path) -> None:
+    seen = Seen()
+    members_site(site, seen)
+    stale = cookies_txt(tmp_path / "stale.txt", "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tlong-gone")
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--expect-text", "members  only", *FAST, *PLUGINS]
+    code, _, err = await run_cli(*args, "--cookies", str(stale))
+    assert code == 1, err
+    assert err.strip() == (
+        f"archiver: error: {site.url('/login')} (status 200) does not show 'members only' (--expect-text):"
+        " the crawl is not logged in, and stopped; once the login works, crawl again with --recrawl"
+    )
+    assert not any(path.startswith("/members") for path in seen.paths())
+    good = cookies_txt(tmp_path / "good.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    code, _, err = await run_cli(*args, "--cookies", str(good), "--recrawl")
+    assert code == 0, err
+    assert fetched_ok(archive) >= {site.url(path) for path in MEMBER_PAGES}
+
+
 def curl_path() -> str:
     path = shutil.which("curl")
     if path is None:

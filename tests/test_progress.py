@@ -10,7 +10,7 @@ from pathlib import Path
 from terminal import WIDTH, run_on_terminal, screen_lines
 
 from archiver.model import Counts
-from archiver.progress import crawling_details
+from archiver.progress import crawling_details, pace_note
 from archiver.runner import human_summary
 from archiver.testing import Site
 from archiver.units import size
@@ -46,6 +46,29 @@ async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site
     assert done == total == caught_up, (done, total, caught_up)
 
 
+async def test_ctrl_c_during_the_catch_up_says_what_waits_and_how_to_index_it(
+    site: Site, tmp_path: Path
+) -> None:
+    words = " ".join(f"word{n}" for n in range(15_000))
+    site.fan(2 * PAGES, body=f"<html><body><p>{words}</p></body></html>")
+    config = tmp_path / "c.toml"
+    config.write_text("[plugins.index]\ncrawl_share = 0.01\nbatch_size = 5\nprocesses = 1\n")
+    args = ["crawl", site.url("/"), "-o", "a", "-c", str(config), "--delay", "0", "--ignore-robots"]
+    code, output = await asyncio.to_thread(
+        run_on_terminal, args, tmp_path, 120, interrupt_when="index catch-up"
+    )
+    assert code == 130, output[-2000:]
+    lines = screen_lines(output)
+    last = [line for line in lines if " of " in line and " pages | " in line][-1]
+    assert last.endswith("| interrupted"), last
+    told = [line for line in lines if line.startswith("Interrupted")]
+    assert len(told) == 1 and "run the same command again" not in told[0], told
+    told_right = r"Interrupted after the last page: [\d,]+ pages? waits? for the search index;"
+    assert re.fullmatch(told_right + r" `archiver reindex --pending a` indexes them\.", told[0]), told
+    status = await asyncio.to_thread(run_on_terminal, ["status", "a"], tmp_path, 60)
+    assert "run `archiver reindex --pending a`" in status[1]
+
+
 def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
     """34,900,000 bytes are 34.9 MB (decimal, 1 MB = 1,000,000 bytes) in both places."""
     received = 34_900_000
@@ -74,3 +97,10 @@ async def test_the_catch_up_counts_the_pages_left_when_a_crawl_ends_fast(site: S
     caught_up = json.loads((tmp_path / "a" / "report.json").read_text())["after_crawl"]["caught_up"]["index"]
     shown = [int(n.replace(",", "")) for n in re.findall(r"indexing ([\d,]+) pages", output)]
     assert shown and max(shown) <= caught_up, (shown, caught_up)
+
+
+def test_a_patch_names_the_settings_of_crawl_toml_not_options_it_does_not_take() -> None:
+    busy = Counts(done=3, in_flight=2, fetching=2)
+    assert pace_note(None, busy, 2) == "all 2 workers busy: --max-tasks raises their number"
+    patch = pace_note(None, busy, 2, options=False)
+    assert patch == "all 2 workers busy: max_tasks in the archive's crawl.toml raises their number"

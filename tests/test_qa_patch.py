@@ -52,9 +52,11 @@ async def test_patch_fetches_each_missing_resource_once_and_qa_is_then_clean(
 ) -> None:
     chromium_path()
     build_site(site)
-    archive = (await crawl_archive(site.url("/"), plugins=("links", "warc"))).archive
+    archive = (await crawl_archive(site.url("/"), plugins=("links", "warc"), frontier="sqlite")).archive
     assert not any(site.hits[path] for path in HIDDEN), "the plain crawl found a hidden resource"
     site.hits.clear()
+    code, output = await archiver("status", str(archive), "--json")
+    crawled = json.loads(output)
     code, output = await archiver("qa", str(archive), "--patch", "--json")
     assert code == 0, output
     result: dict[str, Any] = json.loads(output[output.index("{") :])
@@ -64,6 +66,17 @@ async def test_patch_fetches_each_missing_resource_once_and_qa_is_then_clean(
     assert result["archived_as_errors"] == 1  # /gone.json, kept as the 404 it was
     assert [run.mode for run in read_history(archive)] == ["crawl", "patch"]
     assert roots(archive) == [site.url("/")], "the archive's own settings were not put back"
+    code, output = await archiver("status", str(archive), "--json")
+    status = json.loads(output)
+    patched = status["done"] + status["failed"]
+    assert status["counts_of"] == "patch" and patched >= 5, status
+    whole = status["plugins"]["whole archive"]
+    assert whole == (
+        f"done {crawled['done'] + status['done']}, failed {crawled['failed'] + status['failed']}"
+        f" (the last patch: done {status['done']}, failed {status['failed']})"
+    ), whole
+    code, output = await archiver("status", str(archive))
+    assert f"  the last patch (archiver qa --patch): done {status['done']}," in output, output
     log = [json.loads(line) for line in (archive / "crawl-log.jsonl").read_text().splitlines()]
     assert {site.url(path) for path in HIDDEN} <= {line.get("url") for line in log}
     # a second patch has nothing to ask for: the 404 is not tried again

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.warc.verify import verify_file
+from cli_process import PLUGINS_ONLY, start_archiver
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.errors import ArchiveLockedError
@@ -254,6 +255,42 @@ async def test_in_flight_without_a_record_is_fetched_again(site: Site, crawl_arc
 
 
 # -- Ctrl-C and SIGKILL against the real command -------------------------------------------
+
+
+LEAVES_WORK = """
+import asyncio
+from pathlib import Path
+
+from archiver.hookspecs import hookimpl
+
+
+@hookimpl
+async def crawl_finished(crawl):
+    Path("catching-up").touch()
+    while not crawl.interrupted:
+        await asyncio.sleep(0.01)
+    crawl.left_to_do.append("7 pages wait for the catch-up; `finish-it A` takes them in")
+"""
+
+
+async def test_ctrl_c_after_the_last_page_names_what_is_left_not_a_resume(site: Site, tmp_path: Path) -> None:
+    site.page("/")
+    (tmp_path / "leaves_work.py").write_text(LEAVES_WORK)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", archive, *FAST[:-1], *PLUGINS, "--plugin", "leaves_work"]
+    proc = await start_archiver(*args, cwd=tmp_path, env={PLUGINS_ONLY: "1"}, output=subprocess.PIPE)
+    for _ in range(1000):
+        if (tmp_path / "catching-up").exists():
+            break
+        await asyncio.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    lines = out.decode().splitlines()
+    assert proc.returncode == 130, lines
+    assert lines[-1] == (
+        "Interrupted after the last page: 7 pages wait for the catch-up; `finish-it A` takes them in."
+    )
+    assert not any("run the same command again" in line for line in lines)
 
 
 async def test_sigint_then_resume_fetches_each_page_once(site: Site, tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from many_hosts import many_hosts
 
+from archiver.testing import Site
+
 ENV = {**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"}
 TOLERANCE = 0.05
 
@@ -62,14 +64,33 @@ async def test_many_roots_from_stdin_start_at_once_without_a_burst_to_one_host(t
     assert firsts[-1] - firsts[0] < 0.3 * 4, firsts[-1] - firsts[0]
 
 
-async def test_a_bad_line_is_a_one_line_error_naming_it(tmp_path: Path) -> None:
+async def test_every_bad_line_is_an_error_line_of_its_own(tmp_path: Path) -> None:
     roots = tmp_path / "roots.txt"
-    roots.write_text("# two sites\nhttp://127.0.0.1:9/\n\nftp://files.example/\n")
+    roots.write_text(
+        "# two sites\nhttp://127.0.0.1:9/   # the first\n\nftp://files.example/\n"
+        "http://a.example/ http://b.example/\nhttp://ok.example/#top\nnot a url\n"
+    )
     code, err = await archiver("crawl", "-i", str(roots), "-o", str(tmp_path / "a"), cwd=tmp_path)
     assert code == 2
-    assert f"'ftp://files.example/' is not an http(s) URL ({roots}, line 4)" in err
-    assert "Traceback" not in err and not (tmp_path / "a").exists()
+    assert err.splitlines() == [
+        f"archiver: error: {roots}:4: 'ftp://files.example/' is not an http(s) URL",
+        f"archiver: error: {roots}:5: 'http://a.example/ http://b.example/' holds a space: one URL a line",
+        f"archiver: error: {roots}:7: 'not a url' holds a space: one URL a line",
+    ]
+    assert not (tmp_path / "a").exists()
     code, err = await archiver("crawl", "-i", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "a"))
-    assert code == 2 and "cannot read" in err and "missing.txt" in err
+    assert code == 2 and err.startswith("archiver: error: --roots-file: cannot read") and "missing.txt" in err
     code, err = await archiver("crawl", "-i", "-", "-o", str(tmp_path / "a"), stdin="# nothing\n\n")
-    assert code == 2 and "standard input holds no URL" in err
+    assert code == 2 and err.strip() == "archiver: error: --roots-file: standard input holds no URL"
+
+
+async def test_a_comment_after_a_url_is_no_part_of_it(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<p>home</p>")
+    roots = tmp_path / "roots.txt"
+    roots.write_text(
+        f"{site.url('/')}   # the home page\n{site.url('/#top')}\t# again, its fragment dropped\n"
+    )
+    args = ["crawl", "-i", str(roots), "-o", str(tmp_path / "a"), "--ignore-robots", "-q"]
+    code, err = await archiver(*args, "--plugin", "archiver_plugins.links")
+    assert code == 0, err
+    assert site.hits == {"/": 1}

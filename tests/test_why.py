@@ -76,6 +76,10 @@ def test_explain_walks_the_rules_in_order() -> None:
     assert explain("http://10.0.0.1/docs/", requisites, robots).decided_by.startswith(
         "host: 10.0.0.1 is not the host of a root ("
     )
+    css = explain("http://example.org/_static/a.css", requisites, robots, kind=LinkKind.REQUISITE)
+    assert css.in_scope
+    assert "include patterns narrow the pages followed" in " ".join(step.detail for step in css.steps)
+    assert not explain("http://example.org/_static/", requisites, robots).in_scope
     guarded = explain("http://10.0.0.1/docs/", requisites, robots, kind=LinkKind.REQUISITE)
     assert guarded.decided_by.startswith("address guard: 10.0.0.1 is a private address")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import BadLines, UsageError
 from ..hookspecs import PLUGIN_SETTINGS
 from ..terminal import echo, setup_logging
 from . import output_options, plugin_options
@@ -63,8 +65,15 @@ log = logging.getLogger("archiver")
     metavar="SIZE",
     help="Stop (resumable) before the archive's disk has less free space (default 100M; 0 = off).",
 )
-@click.option("--include", multiple=True, metavar="REGEX", help="Only follow URLs matching (repeatable).")
-@click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow URLs matching (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="REGEX",
+    help="Only follow pages matching (repeatable); their requisites are fetched wherever they are.",
+)
+@click.option(
+    "--exclude", multiple=True, metavar="REGEX", help="Never fetch URLs matching, pages or requisites."
+)
 @click.option(
     "--strict/--lenient",
     default=None,
@@ -142,6 +151,12 @@ log = logging.getLogger("archiver")
     is_flag=True,
     default=None,
     help="Follow sign-out links even when cookies or credentials are given.",
+)
+@click.option(
+    "--expect-text",
+    metavar="TEXT",
+    help="Stop with an error when the page a root leads to does not show TEXT (e.g. 'Sign out'):"
+    " the login did not work.",
 )
 @click.option(
     "--redact-credentials",
@@ -326,30 +341,38 @@ def _with_scheme(root: str) -> str | None:
     return guess
 
 
+_TRAILING_COMMENT = re.compile(r"\s#.*")
+
+
 def read_roots_file(name: str) -> list[str]:
     """Root URLs of a file (or standard input for '-'), one a line, as wget's `-i` reads them.
 
-    Blank lines and lines starting with '#' are skipped; any other line must be an http(s)
-    URL, or the crawl does not start (the error names the line).
+    Blank lines and lines starting with '#' are skipped, and so is a comment after a URL
+    (`#` after a space: a URL's own fragment has none before it); any other line must be an
+    http(s) URL, or the crawl does not start (every bad line is named at once).
     """
     from ..urls import clean_url
 
+    where = "standard input" if name == "-" else name
     try:
         text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise click.BadParameter(f"cannot read {name}: {reason}", param_hint="--roots-file") from None
+        raise UsageError(f"--roots-file: cannot read {where}: {reason}") from None
     roots: list[str] = []
-    where = "standard input" if name == "-" else name
+    bad: list[str] = []
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+        line = _TRAILING_COMMENT.sub("", line).strip()
         if not line or line.startswith("#"):
             continue
-        if clean_url(line) is None:
-            raise click.BadParameter(
-                f"{line!r} is not an http(s) URL ({where}, line {number})", param_hint="--roots-file"
-            )
-        roots.append(line)
+        if any(char.isspace() for char in line):
+            bad.append(f"{where}:{number}: {line!r} holds a space: one URL a line")
+        elif clean_url(line) is None:
+            bad.append(f"{where}:{number}: {line!r} is not an http(s) URL")
+        else:
+            roots.append(line)
+    if bad:
+        raise BadLines(bad)
     if not roots:
-        raise click.BadParameter(f"{where} holds no URL", param_hint="--roots-file")
+        raise UsageError(f"--roots-file: {where} holds no URL")
     return roots

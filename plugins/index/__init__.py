@@ -163,7 +163,12 @@ async def crawl_finished(crawl: Crawl) -> None:
             )
     crawl.finishing = ""
     await closing
-    crawl.stats["index.pending"] = feeder.pending
+    crawl.stats["index.pending"] = waiting = feeder.pending
+    if interrupted and waiting:
+        crawl.left_to_do.append(
+            f"{waiting:,} {'page waits' if waiting == 1 else 'pages wait'} for the search index;"
+            f" `archiver reindex --pending {crawl.archive}` indexes them"
+        )
 
 
 @hookimpl

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from archiver.api import is_locked
+
 from .spool import pending_in
 from .store import (
     MARKER,
@@ -35,6 +37,8 @@ def status_lines(archive: Path) -> list[tuple[str, Any]] | None:
     pending = pending_in(spool_path(archive))
     if pending:
         lines.append(("pages waiting for the index", pending))
+        if not is_locked(archive):  # no crawl feeds the index now: nothing will take them in
+            lines.append(("index catch-up", f"run `archiver reindex --pending {archive}`"))
     if (index_root(archive) / MARKER).exists():
         lines.append(("search index", f"incomplete: run `archiver reindex {archive}`"))
     return lines

@@ -31,6 +31,7 @@ from archiver.api import (
     CONFIG_NAME,
     NEW,
     NOT_RESUMABLE,
+    REPORT_NAME,
     RESUMABLE,
     RUNNING,
     STATE_NAME,
@@ -38,10 +39,11 @@ from archiver.api import (
     UsageError,
     archive_status,
     dump_toml,
+    read_counts,
     read_history,
 )
 
-from .results import PATCH_CONFIG, latest_results, qa_folder
+from .results import BEFORE_PATCH, PATCH_CONFIG, counts_before_patch, latest_results, qa_folder
 
 PATCHED = "patched.jsonl"
 
@@ -133,9 +135,40 @@ def restore_config(archive: Path) -> None:
 
 
 def start_fresh(archive: Path) -> None:
-    """Drop the finished crawl's frontier, as ``--update`` does: the patch keeps its own there."""
+    """Drop the finished crawl's frontier, as ``--update`` does: the patch keeps its own there.
+
+    Its totals are added to those kept in ``qa/before-patch.json`` first: with them `status`
+    gives the whole archive's counts, the state file holding only the last patch's."""
+    runs = read_history(archive)
+    earlier = counts_before_patch(archive) if runs and runs[-1].mode == "patch" else {}
+    dropped = _last_crawl_counts(archive)
+    if dropped is not None:
+        totals = {key: earlier.get(key, 0) + dropped[key] for key in ("done", "failed")}
+        kept = qa_folder(archive) / BEFORE_PATCH
+        temporary = kept.with_suffix(".tmp")
+        temporary.write_text(json.dumps(totals) + "\n", encoding="utf-8")
+        os.replace(temporary, kept)
     for suffix in ("", "-wal", "-shm"):
         (archive / (STATE_NAME + suffix)).unlink(missing_ok=True)
+
+
+def _last_crawl_counts(archive: Path) -> dict[str, int] | None:
+    """URLs done and failed by the archive's last crawl: its state file's totals, or its
+    report's for a crawl that kept no state (memory frontier)."""
+    state = archive / STATE_NAME
+    if state.is_file():
+        counts = read_counts(state)
+        return {"done": counts.done, "failed": counts.failed}
+    try:
+        report = json.loads((archive / REPORT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict):
+        return None
+    done, failed = report.get("pages"), report.get("failed")
+    if not isinstance(done, int) or not isinstance(failed, int):
+        return None
+    return {"done": done, "failed": failed}
 
 
 def finished(archive: Path, complete: bool) -> None:

@@ -17,11 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from archiver.api import CONFIG_NAME, QA_FOLDER
+from archiver.api import CONFIG_NAME, QA_FOLDER, STATE_NAME, read_counts, read_history
 
 from .records import PageResult
 
 RUNS_NAME = "runs.jsonl"
+BEFORE_PATCH = "before-patch.json"
+"""The URLs done and failed in the archive before the last patch's state replaced its crawl's."""
 PATCH_CONFIG = "patch.toml"
 """The settings of the patch under way (its roots: the missing URLs), for its resume."""
 WORST_KEPT = 20
@@ -210,6 +212,29 @@ class Summary:
         }
 
 
+def counts_before_patch(archive: Path) -> dict[str, int]:
+    """URLs done and failed in the archive outside the last patch's state (`start_fresh`)."""
+    try:
+        data = json.loads((qa_folder(archive) / BEFORE_PATCH).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {key: value for key, value in data.items() if isinstance(value, int) and value >= 0}
+
+
+def whole_archive_words(archive: Path) -> str | None:
+    """For `archiver status` after a patch: the archive's counts, the patch's share in them."""
+    runs = read_history(archive)
+    state = archive / STATE_NAME
+    earlier = counts_before_patch(archive)
+    if not runs or runs[-1].mode != "patch" or not earlier or not state.is_file():
+        return None
+    patch = read_counts(state)
+    done, failed = earlier.get("done", 0) + patch.done, earlier.get("failed", 0) + patch.failed
+    return f"done {done}, failed {failed} (the last patch: done {patch.done}, failed {patch.failed})"
+
+
 def _scored_below_top(result: PageResult) -> bool:
     return any(s is not None and s < 0.99 for s in (result.screenshot_score, result.text_score))
 
@@ -223,6 +248,9 @@ def status_lines(archive: Path) -> Iterable[tuple[str, Any]] | None:
     patch = interrupted_words(archive)
     if patch is not None:
         lines.append(("QA patch", patch))
+    whole = whole_archive_words(archive)
+    if whole is not None:
+        lines.append(("whole archive", whole))
     last = runs[-1]
     if last.finished is None:
         return [*lines, ("last QA", f"run {last.number} started {last.started}, not finished")]

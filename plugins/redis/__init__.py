@@ -58,6 +58,14 @@ def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
 
 
 @hookimpl
+def configure(config: Config) -> None:
+    """`[plugins.redis]` checked even for a crawl that shares nothing: a typo is said at once."""
+    from .settings import NAME, RedisSettings
+
+    config.plugin_settings(NAME, RedisSettings)
+
+
+@hookimpl
 def make_frontier(config: Config, archive: Path) -> Frontier | None:
     if not is_shared(config.frontier):
         return None
