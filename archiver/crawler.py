@@ -18,7 +18,7 @@ import logging
 import random
 import shutil
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,8 +83,18 @@ class Outcome:
 class Crawler:
     """Crawls `config.roots` into `archive`, calling the plugins through `hooks`."""
 
-    def __init__(self, config: Config, hooks: Hooks, frontier: Frontier, archive: Path) -> None:
+    def __init__(
+        self,
+        config: Config,
+        hooks: Hooks,
+        frontier: Frontier,
+        archive: Path,
+        requisites: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
         self.config = config
+        self._seed_requisites = requisites
+        """(url, page) pairs queued instead of the roots, each as a requisite of its page (a QA
+        patch): the roots still decide the scope, the address guard and whom credentials go to."""
         self.hooks = hooks
         self.frontier = frontier
         self.archive = archive
@@ -948,6 +958,16 @@ class Crawler:
     # -- seeds and records --------------------------------------------------------------
 
     async def _seed(self) -> None:
+        if self._seed_requisites is not None:
+            redirects = self.config.max_redirect
+            await self._add(
+                [
+                    Item(url, 1, redirects, page, LinkKind.REQUISITE)
+                    for url, page in self._seed_requisites
+                    if clean_url(url) is not None
+                ]
+            )
+            return
         roots = []
         for root in self.config.roots:
             url = clean_url(root)
