@@ -314,6 +314,13 @@ async def test_allow_logout_follows_the_sign_out_link_and_without_credentials_it
         ("127.0.0.1 FALSE / FALSE 0 sid x", ":3: expected 7 fields separated by tabs"),
         ("127.0.0.1\tMAYBE\t/\tFALSE\t0\tsid\tx", ":3: the subdomains field must be TRUE or FALSE"),
         ("127.0.0.1\tFALSE\t/\tFALSE\tsoon\tsid\tx", ":3: expires must be a Unix time"),
+        (".\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '.' is not a cookie domain: no host name"),
+        ("..\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '..' is not a cookie domain: an empty label"),
+        ("a..b\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: 'a..b' is not a cookie domain: an empty label"),
+        (".com\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '.com' is not a cookie domain: a public suffix"),
+        ("co.uk\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: 'co.uk' is not a cookie domain: a public suffix"),
+        ("127.0.0.1\tFALSE\t/\tFALSE\tinf\tsid\tx", ":3: expires must be a Unix time, got 'inf'"),
+        ("127.0.0.1\tFALSE\t/\tFALSE\tnan\tsid\tx", ":3: expires must be a Unix time, got 'nan'"),
     ],
 )
 async def test_a_malformed_cookies_file_is_one_line_naming_the_line(
