@@ -28,6 +28,7 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
+from .credentials import stored_response_headers
 from .errors import ArchiverError, FetchError, SeedError
 from .fetcher import (
     RETRYABLE_KINDS,
@@ -604,7 +605,11 @@ class Crawler:
         page = await fetch(self._session, item, headers, config, proxy)
         self.identity.seen(page.headers)
         if self.config.redact_credentials:
-            page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))
+            page = dataclasses.replace(
+                page,
+                request_headers=self.identity.stored(page.request_headers),
+                headers=stored_response_headers(page.headers),
+            )
         return page
 
     async def _fetch_in_full(self, item: Item) -> Page:

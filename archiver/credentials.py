@@ -154,6 +154,20 @@ class SiteCredentials:
         return tuple((name, REDACTED if name.lower() in secret else value) for name, value in headers)
 
 
+def stored_response_headers(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Response headers as a redacting archive keeps them: each ``Set-Cookie`` keeps its name
+    and attributes (replay and `why` read them), its value is `REDACTED`.  The session a site
+    hands out is as much a secret as the one given to the crawl."""
+    kept = []
+    for name, value in headers:
+        if name.lower() in ("set-cookie", "set-cookie2"):
+            pair, semicolon, attributes = value.partition(";")
+            cookie_name, equals, _ = pair.partition("=")
+            value = f"{cookie_name.strip()}={REDACTED}{semicolon}{attributes}" if equals else REDACTED
+        kept.append((name, value))
+    return tuple(kept)
+
+
 def unredacted_secrets(tables: Mapping[str, Any]) -> str | None:
     """What a saved configuration (crawl.toml's tables) sent that its WARC request records hold
     in the clear, in words, or None: an export meant for others should say so."""

@@ -762,3 +762,29 @@ async def test_dry_run_reads_robots_txt_with_the_hosts_credentials(
     args = ["crawl", site.url("/area/"), "-o", str(tmp_path / "a"), "--auth", site.host, "--dry-run"]
     assert await asyncio.to_thread(main, args) == 0
     assert "robots.txt Disallow: /area/ (User-agent: *)" in capsys.readouterr().out
+
+
+async def test_redact_credentials_also_redacts_the_session_a_site_hands_out(
+    site: Site, tmp_path: Path
+) -> None:
+    """Issue 42 point 7: the `Set-Cookie` of a response is a secret too; the jar still sends it."""
+    seen = Seen()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.path == "/":
+            response = web.Response(text='<a href="/next">next</a>', content_type="text/html")
+            response.headers.add("Set-Cookie", "session=handed-out-4242; Path=/; HttpOnly")
+            return response
+        return web.Response(text="next", content_type="text/html")
+
+    site.handler("/", handle)
+    site.handler("/next", handle)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--redact-credentials", "--header", "X-K: v"]
+    code, _, err = await run_cli(*args, *FAST, *PLUGINS)
+    assert code == 0, err
+    assert cookie_of(dict(seen.requests)["/next"].get("Cookie"), "session") == "handed-out-4242"
+    raw = b"".join(gzip.decompress(path.read_bytes()) for path in (archive / "warc").glob("*.warc.gz"))
+    assert b"handed-out-4242" not in raw
+    assert f"Set-Cookie: session={REDACTED}; Path=/; HttpOnly".encode() in raw
