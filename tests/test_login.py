@@ -788,3 +788,21 @@ async def test_redact_credentials_also_redacts_the_session_a_site_hands_out(
     raw = b"".join(gzip.decompress(path.read_bytes()) for path in (archive / "warc").glob("*.warc.gz"))
     assert b"handed-out-4242" not in raw
     assert f"Set-Cookie: session={REDACTED}; Path=/; HttpOnly".encode() in raw
+
+
+async def test_an_archive_of_a_crawl_with_secrets_is_its_owners_only(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 11: crawl.toml keeps the --header lines, the WARC files the requests:
+    the archive folder is 0700 and crawl.toml 0600; an archive without secrets keeps the umask."""
+    site.page("/", "home")
+    old = os.umask(0o022)
+    try:
+        for given, archive in ((True, tmp_path / "secret"), (False, tmp_path / "plain")):
+            extra = ["--header", "X-Api-Key: key-4711"] if given else []
+            code, _, err = await run_cli("crawl", site.url("/"), "-o", str(archive), *extra, *FAST, *PLUGINS)
+            assert code == 0, err
+            assert (archive / "crawl.toml").stat().st_mode & 0o777 == 0o600
+            assert archive.stat().st_mode & 0o777 == (0o700 if given else 0o755)
+            if given:
+                assert "key-4711" in (archive / "crawl.toml").read_text()  # resume sends it again
+    finally:
+        os.umask(old)

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.archive import CONFIG_NAME, dump_toml
+from archiver.archive import CONFIG_NAME, dump_toml, write_private
 from archiver.errors import ArchiveLockedError, UsageError
 from archiver.history import read_history
 from archiver.state import STATE_NAME
@@ -113,16 +112,9 @@ def patch_config(
     if resume:
         return load_config(saved, {"output": str(archive)}), _read_queue(queue)
     config = load_config(archive / CONFIG_NAME, {"frontier": "sqlite", "output": str(archive)})
-    _write_replacing(queue, json.dumps([list(pair) for pair in wanted], ensure_ascii=False))
-    _write_replacing(saved, dump_toml(config.to_toml_dict()))
+    write_private(queue, json.dumps([list(pair) for pair in wanted], ensure_ascii=False))
+    write_private(saved, dump_toml(config.to_toml_dict()))
     return config, wanted
-
-
-def _write_replacing(path: Path, text: str) -> None:
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)
 
 
 def _read_queue(path: Path) -> list[tuple[str, str]]:
@@ -154,9 +146,7 @@ def keep_config(archive: Path) -> None:
     """Put the archive's ``crawl.toml`` aside before a patch crawl writes its own there."""
     kept = qa_folder(archive) / SAVED_CONFIG
     if not kept.exists():
-        temporary = kept.with_suffix(".tmp")
-        shutil.copyfile(archive / CONFIG_NAME, temporary)
-        os.replace(temporary, kept)
+        write_private(kept, (archive / CONFIG_NAME).read_text(encoding="utf-8"))
 
 
 def restore_config(archive: Path) -> None:
