@@ -806,3 +806,48 @@ async def test_an_archive_of_a_crawl_with_secrets_is_its_owners_only(site: Site,
                 assert "key-4711" in (archive / "crawl.toml").read_text()  # resume sends it again
     finally:
         os.umask(old)
+
+
+SIGN_OUT_SPELLINGS = ("/%6Cogout", "/%2Flogout", "/x/..%2Flogout", "/Log%20out", "/account?do=log+out")
+DESTRUCTIVE = ("/delete?id=1", "/session/destroy", "/tokens/revoke-all", "/posts/7/Delete")
+
+
+async def test_the_sign_out_rule_judges_the_decoded_path_and_skips_destructive_links(
+    site: Site, tmp_path: Path
+) -> None:
+    """Issue 42 point 6: every one of these ends the session on the server; none is requested,
+    every page is archived logged in, and `why` names the rule."""
+    sessions = {SID}
+    requested: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        requested.append(request.raw_path)
+        if request.cookies.get("sid") not in sessions:
+            return web.Response(text="please log in", content_type="text/html")
+        if request.raw_path in (*SIGN_OUT_SPELLINGS, *DESTRUCTIVE) or "revoke" in request.path:
+            sessions.clear()
+            return web.Response(text="done", content_type="text/html")
+        links = [*SIGN_OUT_SPELLINGS, *DESTRUCTIVE] if request.path == "/" else []
+        links += [f"/members/{n}" for n in range(3)] if request.path == "/" else []
+        anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+        return web.Response(text=f"<p>members only</p>{anchors}", content_type="text/html")
+
+    site.handler("/", handle)
+    for path in ("/account", "/delete", "/session/destroy", "/tokens/revoke-all", "/posts/7/Delete"):
+        site.handler(path, handle)
+    for n in range(3):
+        site.handler(f"/members/{n}", handle)
+    for path in ("/logout", "/Log out", "//logout", "/x/../logout"):
+        site.handler(path, handle)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), "--max-tasks", "1"]
+    code, _, err = await run_cli(*args, *FAST, *PLUGINS)
+    assert code == 0, err
+    assert sorted(requested) == sorted(["/", "/members/0", "/members/1", "/members/2"]), requested
+    assert sessions == {SID}
+    skipped = {r["url"]: r["reason"] for r in log_lines(archive) if r.get("outcome") == "skipped"}
+    for path in DESTRUCTIVE:
+        assert "changes the account" in skipped[site.url(path)], skipped
+    code, out, err = await run_cli("why", str(archive), site.url("/delete?id=1"))
+    assert "changes the account ('delete')" in out, out + err
