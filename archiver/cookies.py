@@ -23,7 +23,7 @@ COOKIES_NAME = "cookies.json"
 _HTTP_ONLY = "#HttpOnly_"
 _FIELDS = "domain, subdomains, path, secure, expires, name, value"
 _MAX_FILE = 16 * 1024 * 1024
-_LAST_EXPIRY = 253_402_300_799.0
+LAST_EXPIRY = 253_402_300_799.0
 """The last second of the year 9999: a later expiry (``1e20``) means "never", and is kept as this."""
 
 
@@ -98,7 +98,7 @@ def parse_cookies_txt(text: str, source: str) -> list[Cookie]:
             raise ConfigError(f"{source}:{number}: expires must be a Unix time, got {expires!r}") from None
         if not math.isfinite(when):
             raise ConfigError(f"{source}:{number}: expires must be a Unix time, got {expires!r}")
-        when = min(when, _LAST_EXPIRY)
+        when = min(when, LAST_EXPIRY)
         cookies.append(
             Cookie(
                 name=name.strip(),

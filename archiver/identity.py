@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 import urllib.request
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 from yarl import URL
 
 from .config import Config
-from .cookies import COOKIES_NAME, Cookie, read_cookies_file
+from .cookies import COOKIES_NAME, LAST_EXPIRY, Cookie, read_cookies_file
 from .credentials import SiteCredentials
 from .fetcher import new_cookie_jar
 
@@ -51,8 +52,9 @@ def _morsel(cookie: Cookie) -> Morsel[str]:
         morsel["secure"] = True
     if cookie.http_only:
         morsel["httponly"] = True
-    if cookie.expires is not None:
-        morsel["expires"] = formatdate(cookie.expires, usegmt=True)
+    if cookie.expires is not None and math.isfinite(cookie.expires):
+        # a browser's "never" (1e20) as the last date an HTTP date can say
+        morsel["expires"] = formatdate(min(cookie.expires, LAST_EXPIRY), usegmt=True)
     return morsel
 
 

@@ -851,3 +851,17 @@ async def test_the_sign_out_rule_judges_the_decoded_path_and_skips_destructive_l
         assert "changes the account" in skipped[site.url(path)], skipped
     code, out, err = await run_cli("why", str(archive), site.url("/delete?id=1"))
     assert "changes the account ('delete')" in out, out + err
+
+
+async def test_a_cookie_that_never_expires_is_sent(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 12: an expiry of 1e20 (a browser's "never") was a traceback after the
+    archive folder was made; it is kept as the end of the year 9999."""
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t1e20\tsid\t{SID}")
+    archive = tmp_path / "a"
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), *FAST, *PLUGINS
+    )
+    assert code == 0, err
+    assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
