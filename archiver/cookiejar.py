@@ -38,6 +38,15 @@ def is_public_suffix(domain: str) -> bool:
     return literal_address(domain) is None and _suffixes().is_public(domain)
 
 
+def site_domain(host: str) -> str:
+    """The domain a site was registered under (``shop.example.co.uk`` -> ``example.co.uk``);
+    an IP address, or a host that is itself a public suffix, as it is."""
+    host = host.lower().rstrip(".")
+    if literal_address(host) is not None:
+        return host
+    return _suffixes().privatesuffix(host) or host
+
+
 def domain_refusal(domain: str, host: str) -> str | None:
     """Why a cookie with the ``Domain`` attribute `domain`, sent by `host`, may not be kept;
     None when it may.  A public suffix is taken only from that very host, as a host-only
@@ -45,6 +54,10 @@ def domain_refusal(domain: str, host: str) -> str | None:
     if is_public_suffix(domain) and domain != host:
         return f"Domain={domain} is a public suffix: it would go to every site under it"
     return None
+
+
+JAR_LIMITS = (3300, 180)
+"""What aiohttp's jar keeps: 3,300 cookies, 180 a domain; past them it forgets the oldest."""
 
 
 class CrawlCookieJar(aiohttp.CookieJar):

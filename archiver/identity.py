@@ -11,6 +11,7 @@ frontier's state afresh, and the login must outlive that.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -27,8 +28,10 @@ from urllib.parse import urlsplit
 from yarl import URL
 
 from .config import Config
+from .cookiejar import JAR_LIMITS, site_domain
 from .cookies import COOKIES_NAME, LAST_EXPIRY, Cookie, read_cookies_file
 from .credentials import SiteCredentials
+from .errors import ConfigError
 from .fetcher import new_cookie_jar
 
 if TYPE_CHECKING:
@@ -89,8 +92,32 @@ class CrawlIdentity:
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
         self._loaded = True
         if self.config.cookies_file and not (resumed and self.path.is_file()):
-            self.add(read_cookies_file(Path(self.config.cookies_file)))
+            self.add(self._sites_cookies(read_cookies_file(Path(self.config.cookies_file))))
         self.save()
+
+    def _sites_cookies(self, cookies: list[Cookie]) -> list[Cookie]:
+        """The cookies of the roots' sites (their registered domains): a whole browser's export
+        holds thousands, and past its limits the jar would forget the oldest, the login among
+        them, in silence.  More than the jar keeps for the crawl's own sites is an error."""
+        sites = {site_domain(urlsplit(root).hostname or "") for root in self.config.roots}
+        kept = [cookie for cookie in cookies if site_domain(cookie.domain) in sites]
+        if len(kept) < len(cookies):
+            log.warning(
+                "%s: %d of its %d cookies are for other sites than the roots' (%s): not loaded",
+                self.config.cookies_file,
+                len(cookies) - len(kept),
+                len(cookies),
+                ", ".join(sorted(sites)),
+            )
+        total, per_domain = JAR_LIMITS
+        crowded = collections.Counter(cookie.domain for cookie in kept).most_common(1)
+        if len(kept) > total or (crowded and crowded[0][1] > per_domain):
+            raise ConfigError(
+                f"{self.config.cookies_file}: {len(kept)} cookies for the crawl's sites"
+                f" ({crowded[0][1]} for {crowded[0][0]}); the jar keeps at most {total},"
+                f" {per_domain} a domain, and would drop the oldest: export fewer"
+            )
+        return kept
 
     def add(self, cookies: Iterable[Cookie]) -> None:
         if self.jar is None:

@@ -865,3 +865,26 @@ async def test_a_cookie_that_never_expires_is_sent(site: Site, tmp_path: Path) -
     )
     assert code == 0, err
     assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+
+
+async def test_a_whole_browsers_cookies_txt_keeps_the_login(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 5: 4,000 cookies of other sites after the login cookie; the jar (3,300 at
+    most) forgot the oldest, the login, and the site was archived logged out, exit 0."""
+    seen = Seen()
+    members_site(site, seen)
+    others = (f".site{n}.example.org\tTRUE\t/\tFALSE\t0\tc\t{n}" for n in range(4000))
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}", *others)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), *FAST[:-1], *PLUGINS]
+    code, _, err = await run_cli(*args)
+    assert code == 0, err
+    assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+    assert "/login" not in seen.paths()
+    assert "4000 of its 4001 cookies are for other sites than the roots' (127.0.0.1): not loaded" in err
+    crowded = cookies_txt(
+        tmp_path / "crowded.txt", *(f"127.0.0.1\tFALSE\t/\tFALSE\t0\tc{n}\tv" for n in range(200))
+    )
+    args = ["crawl", site.url("/"), "-o", str(tmp_path / "b"), "--cookies", str(crowded), *FAST, *PLUGINS]
+    code, _, err = await run_cli(*args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "200 cookies for the crawl's sites (200 for 127.0.0.1); the jar keeps at most 3300" in err
