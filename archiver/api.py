@@ -69,7 +69,7 @@ from .stash import Stash, StashKey
 from .units import plural, size
 
 if TYPE_CHECKING:
-    from .archive import dump_toml, require_archive, saved_config
+    from .archive import dump_toml, require_archive, saved_config, write_private
     from .commands import add_crawl_option, json_option, output_options, plugin_options
     from .config import SECTIONS, Config, current_tables, flatten_tables, load_config
     from .crawllog import build_report, status_class
@@ -200,10 +200,12 @@ __all__ = [
     "view_lines",
     "warc_folder",
     "with_queue",
+    "write_private",
 ]
 
 _LAZY = {
     "dump_toml": ".archive",
+    "write_private": ".archive",
     "require_archive": ".archive",
     "saved_config": ".archive",
     "add_crawl_option": ".commands",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,6 +13,8 @@ from .layout import CONFIG_NAME
 
 if TYPE_CHECKING:
     from .config import Config
+
+log = logging.getLogger(__name__)
 
 
 def dump_toml(tables: dict[str, Any]) -> str:
@@ -35,16 +38,52 @@ def prepare_archive(config: Config) -> Path:
         probe.unlink()
     except OSError as exc:
         raise ArchiveError(f"cannot write to {archive}: {exc.strerror or exc}") from None
+    if holds_secrets(config):
+        keep_private(archive)
     save_config(config, archive)
     return archive
 
 
+def holds_secrets(config: Config) -> bool:
+    """Whether the archive will hold what the crawl was given to log in: its WARC request
+    records (the cookies, the headers, the credentials, unless redacted), its jar, its
+    `crawl.toml` (the `--header` lines, a proxy's password)."""
+    from urllib.parse import urlsplit
+
+    from .credentials import logged_in
+
+    return logged_in(config) or bool(config.proxy and urlsplit(config.proxy).password)
+
+
+def keep_private(archive: Path) -> None:
+    """The archive folder readable by its owner only (0700): every file in it, the WARC files
+    written later included, is then out of other users' reach whatever its own mode."""
+    try:
+        if archive.stat().st_mode & 0o077:
+            archive.chmod(0o700)
+    except OSError as exc:
+        log.warning("cannot make %s private (%s): other users may read its secrets", archive, exc)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `path` whole, readable by its owner only (0600), then rename it into place."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a leftover of a killed run keeps the mode it had
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = -1
+            handle.write(text)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    os.replace(tmp, path)
+
+
 def save_config(config: Config, archive: Path) -> None:
-    """Write `crawl.toml` whole, then rename it into place: a resume reads the last one saved."""
-    target = archive / CONFIG_NAME
-    tmp = target.with_suffix(".toml.tmp")
-    tmp.write_text(dump_toml(config.to_toml_dict()), encoding="utf-8")
-    os.replace(tmp, target)
+    """Write `crawl.toml` whole, then rename it into place: a resume reads the last one saved.
+    It is its owner's only (0600): it keeps the `--header` lines and the proxy's URL."""
+    write_private(archive / CONFIG_NAME, dump_toml(config.to_toml_dict()))
 
 
 def saved_config(archive: Path) -> dict[str, Any]:

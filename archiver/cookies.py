@@ -10,14 +10,18 @@ its number, and the browser's export quirks (a missing empty value, CRLF) are ta
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cookiejar import is_public_suffix
 from .errors import ConfigError
 
 _HTTP_ONLY = "#HttpOnly_"
 _FIELDS = "domain, subdomains, path, secure, expires, name, value"
 _MAX_FILE = 16 * 1024 * 1024
+LAST_EXPIRY = 253_402_300_799.0
+"""The last second of the year 9999: a later expiry (``1e20``) means "never", and is kept as this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,22 @@ def _flag(text: str, line: int, what: str, source: str) -> bool:
     return upper == "TRUE"
 
 
+def _domain_problem(domain: str, subdomains: bool) -> str | None:
+    """Why `domain` (a cookies.txt domain field) names no site, or None.
+
+    ``.`` would send the cookie to every host, ``.com`` to every site under a public suffix:
+    browsers never export such a line, a hand-made or hostile file may hold one.  A cookie
+    of a host that is itself a public suffix (``localhost``, ``github.io``) stays its own."""
+    name = domain[1:] if domain.startswith(".") else domain
+    if not name or any(char in name for char in " /:\t"):
+        return "no host name"
+    if name.endswith(".") or ".." in name or name.startswith("."):
+        return "an empty label"
+    if (subdomains or domain.startswith(".")) and is_public_suffix(name):
+        return "a public suffix, shared by every site under it"
+    return None
+
+
 def parse_cookies_txt(text: str, source: str) -> list[Cookie]:
     """Every cookie of a cookies.txt; ConfigError ``FILE:LINE: why`` for the first broken line."""
     cookies: list[Cookie] = []
@@ -63,15 +83,19 @@ def parse_cookies_txt(text: str, source: str) -> list[Cookie]:
             )
         domain, subdomains, path, secure, expires, name, value = fields
         domain = domain.strip().lower()
-        if not domain or any(char in domain for char in " /:"):
-            raise ConfigError(f"{source}:{number}: {domain!r} is not a cookie domain")
+        include_subdomains = _flag(subdomains, number, "the subdomains field", source)
+        problem = _domain_problem(domain, include_subdomains)
+        if problem is not None:
+            raise ConfigError(f"{source}:{number}: {domain!r} is not a cookie domain: {problem}")
         if not name.strip():
             raise ConfigError(f"{source}:{number}: the cookie has no name")
         try:
             when = float(expires.strip() or 0)
         except ValueError:
             raise ConfigError(f"{source}:{number}: expires must be a Unix time, got {expires!r}") from None
-        include_subdomains = _flag(subdomains, number, "the subdomains field", source)
+        if not math.isfinite(when):
+            raise ConfigError(f"{source}:{number}: expires must be a Unix time, got {expires!r}")
+        when = min(when, LAST_EXPIRY)
         cookies.append(
             Cookie(
                 name=name.strip(),

@@ -18,7 +18,7 @@ import logging
 import random
 import shutil
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +28,7 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
+from .credentials import stored_response_headers
 from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, LoginError, ProxyUnreachable, SeedError
 from .fetcher import (
     GuardedResolver,
@@ -84,8 +85,18 @@ class Outcome:
 class Crawler:
     """Crawls `config.roots` into `archive`, calling the plugins through `hooks`."""
 
-    def __init__(self, config: Config, hooks: Hooks, frontier: Frontier, archive: Path) -> None:
+    def __init__(
+        self,
+        config: Config,
+        hooks: Hooks,
+        frontier: Frontier,
+        archive: Path,
+        requisites: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
         self.config = config
+        self._seed_requisites = requisites
+        """(url, page) pairs queued instead of the roots, each as a requisite of its page (a QA
+        patch): the roots still decide the scope, the address guard and whom credentials go to."""
         self.hooks = hooks
         self.frontier = frontier
         self.archive = archive
@@ -613,7 +624,11 @@ class Crawler:
             raise
         self.identity.seen(page.headers)
         if self.config.redact_credentials:
-            page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))
+            page = dataclasses.replace(
+                page,
+                request_headers=self.identity.stored(page.request_headers),
+                headers=stored_response_headers(page.headers),
+            )
         return page
 
     async def _fetch_in_full(self, item: Item) -> Page:
@@ -985,6 +1000,16 @@ class Crawler:
     # -- seeds and records --------------------------------------------------------------
 
     async def _seed(self) -> None:
+        if self._seed_requisites is not None:
+            redirects = self.config.max_redirect
+            await self._add(
+                [
+                    Item(url, 1, redirects, page, LinkKind.REQUISITE)
+                    for url, page in self._seed_requisites
+                    if clean_url(url) is not None
+                ]
+            )
+            return
         roots = []
         for root in self.config.roots:
             url = clean_url(root)

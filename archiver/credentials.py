@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from .errors import ConfigError
 from .hosts import HostSettings, host_key, parse_header
@@ -30,8 +30,13 @@ if TYPE_CHECKING:
 REDACTED = "[redacted]"
 """What `--redact-credentials` stores in place of a secret header's value."""
 
-_LOGOUT = re.compile(r"(?:^|[^a-z])(?:log|sign)[-_]?(?:out|off)(?:$|[^a-z])", re.IGNORECASE)
-_LOGOUT_CAMEL = re.compile(r"(?<=[a-z])(?:Log|Sign)[-_]?[Oo](?:ut|ff)(?:$|[^a-z])")
+_LOGOUT = re.compile(r"(?:^|[^a-z])(?:log|sign)[-_ +.]?(?:out|off)(?:$|[^a-z])", re.IGNORECASE)
+_LOGOUT_CAMEL = re.compile(r"(?<=[a-z])(?:Log|Sign)[-_ +.]?[Oo](?:ut|ff)(?:$|[^a-z])")
+_DESTRUCTIVE = re.compile(
+    r"(?:^|[^a-z])(delete|destroy|revoke|deactivate|unsubscribe)(?:$|[^a-z])|"
+    r"(?<=[a-z])(Delete|Destroy|Revoke|Deactivate|Unsubscribe)(?:$|[^a-z])",
+    re.IGNORECASE,
+)
 _ALWAYS_SECRET = ("authorization", "cookie", "proxy-authorization")
 
 
@@ -59,18 +64,45 @@ def logged_in(config: Config) -> bool:
     )
 
 
+def _decoded_pieces(url: str) -> tuple[str, ...]:
+    """The path and query of `url` as the server reads them: every escape undone (``/%6Cogout``,
+    ``Log%20out``), escaped slashes and dot segments as slashes (``/x/..%2Flogout``), ``+`` in
+    the query as a space."""
+    parts = urlsplit(url)
+    path = unquote(parts.path)
+    return (path, unquote_plus(parts.query), parts.path, parts.query)
+
+
 def looks_like_logout(url: str) -> bool:
     """Whether `url` reads like a sign-out link (logout, log-out, signoff, ... in path or query)."""
-    parts = urlsplit(url)
-    pieces = (parts.path, parts.query)
+    pieces = _decoded_pieces(url)
     return any(pattern.search(piece) for pattern in (_LOGOUT, _LOGOUT_CAMEL) for piece in pieces)
 
 
+def destructive_word(url: str) -> str | None:
+    """The word that makes `url` read like a GET that destroys something of the account it is
+    made with (``/delete?id=1``, ``/session/destroy``, ``/tokens/revoke``), or None."""
+    for piece in _decoded_pieces(url):
+        found = _DESTRUCTIVE.search(piece)
+        if found is not None:
+            return (found.group(1) or found.group(2)).lower()
+    return None
+
+
 def logout_refusal(url: str, config: Config) -> str | None:
-    """The `logout` rule: a crawl with credentials does not follow what would end its session."""
-    if config.allow_logout or not logged_in(config) or not looks_like_logout(url):
+    """The `logout` rule: a crawl with credentials does not follow what would end its session,
+    nor what would delete or revoke something with it."""
+    if config.allow_logout or not logged_in(config):
         return None
-    return "logout: looks like a sign-out link of a crawl with credentials (--allow-logout follows it)"
+    if looks_like_logout(url):
+        return "logout: looks like a sign-out link of a crawl with credentials (--allow-logout follows it)"
+    word = destructive_word(url)
+    if word is not None:
+        return (
+            f"logout: looks like a link that changes the account ({word!r}) of a crawl with credentials"
+            " (--allow-logout follows it)"
+        )
+    return None
 
 
 def _netrc_entry(host: str) -> tuple[str, str] | None:
@@ -152,6 +184,20 @@ class SiteCredentials:
             return tuple(headers)
         secret = self.secret_names
         return tuple((name, REDACTED if name.lower() in secret else value) for name, value in headers)
+
+
+def stored_response_headers(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Response headers as a redacting archive keeps them: each ``Set-Cookie`` keeps its name
+    and attributes (replay and `why` read them), its value is `REDACTED`.  The session a site
+    hands out is as much a secret as the one given to the crawl."""
+    kept = []
+    for name, value in headers:
+        if name.lower() in ("set-cookie", "set-cookie2"):
+            pair, semicolon, attributes = value.partition(";")
+            cookie_name, equals, _ = pair.partition("=")
+            value = f"{cookie_name.strip()}={REDACTED}{semicolon}{attributes}" if equals else REDACTED
+        kept.append((name, value))
+    return tuple(kept)
 
 
 def unredacted_secrets(tables: Mapping[str, Any]) -> str | None:

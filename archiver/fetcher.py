@@ -31,6 +31,7 @@ from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from .config import Config
+from .cookiejar import CrawlCookieJar
 from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError, exhausted
 from .frontier import Item
@@ -119,9 +120,10 @@ def idle_connections_allowed() -> int:
 
 
 def new_cookie_jar() -> aiohttp.CookieJar:
-    """A crawl's jar: RFC 6265's rules, cookies of hosts written as IP addresses taken as a
-    browser takes them, values sent as the server gave them (never re-quoted)."""
-    return aiohttp.CookieJar(unsafe=True, quote_cookie=False)
+    """A crawl's jar: RFC 6265's rules, no cookie for a public suffix (`cookiejar`), cookies
+    of hosts written as IP addresses taken as a browser takes them, values sent as the server
+    gave them (never re-quoted)."""
+    return CrawlCookieJar(unsafe=True, quote_cookie=False)
 
 
 class GuardedResolver(AbstractResolver):

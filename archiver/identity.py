@@ -11,8 +11,10 @@ frontier's state afresh, and the login must outlive that.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
+import math
 import os
 import time
 import urllib.request
@@ -26,8 +28,10 @@ from urllib.parse import urlsplit
 from yarl import URL
 
 from .config import Config
-from .cookies import Cookie, read_cookies_file
+from .cookiejar import JAR_LIMITS, site_domain
+from .cookies import LAST_EXPIRY, Cookie, read_cookies_file
 from .credentials import SiteCredentials
+from .errors import ConfigError
 from .fetcher import new_cookie_jar
 from .layout import COOKIES_NAME
 from .login_check import cookies_loaded, unusable_cookies
@@ -54,8 +58,9 @@ def _morsel(cookie: Cookie) -> Morsel[str]:
         morsel["secure"] = True
     if cookie.http_only:
         morsel["httponly"] = True
-    if cookie.expires is not None:
-        morsel["expires"] = formatdate(cookie.expires, usegmt=True)
+    if cookie.expires is not None and math.isfinite(cookie.expires):
+        # a browser's "never" (1e20) as the last date an HTTP date can say
+        morsel["expires"] = formatdate(min(cookie.expires, LAST_EXPIRY), usegmt=True)
     return morsel
 
 
@@ -90,12 +95,36 @@ class CrawlIdentity:
                 log.warning("%s cannot be read (%s): starting without its cookies", self.path, exc)
         self._loaded = True
         if self.config.cookies_file and not (resumed and self.path.is_file()):
-            cookies = read_cookies_file(Path(self.config.cookies_file))
+            cookies = self._sites_cookies(read_cookies_file(Path(self.config.cookies_file)))
             note(log, "%s", cookies_loaded(cookies, self.config.cookies_file))
             for warning in unusable_cookies(cookies, self.config.roots, self.config.cookies_file):
                 log.warning("%s", warning)
             self.add(cookies)
         self.save()
+
+    def _sites_cookies(self, cookies: list[Cookie]) -> list[Cookie]:
+        """The cookies of the roots' sites (their registered domains): a whole browser's export
+        holds thousands, and past its limits the jar would forget the oldest, the login among
+        them, in silence.  More than the jar keeps for the crawl's own sites is an error."""
+        sites = {site_domain(urlsplit(root).hostname or "") for root in self.config.roots}
+        kept = [cookie for cookie in cookies if site_domain(cookie.domain) in sites]
+        if len(kept) < len(cookies):
+            log.warning(
+                "%s: %d of its %d cookies are for other sites than the roots' (%s): not loaded",
+                self.config.cookies_file,
+                len(cookies) - len(kept),
+                len(cookies),
+                ", ".join(sorted(sites)),
+            )
+        total, per_domain = JAR_LIMITS
+        crowded = collections.Counter(cookie.domain for cookie in kept).most_common(1)
+        if len(kept) > total or (crowded and crowded[0][1] > per_domain):
+            raise ConfigError(
+                f"{self.config.cookies_file}: {len(kept)} cookies for the crawl's sites"
+                f" ({crowded[0][1]} for {crowded[0][0]}); the jar keeps at most {total},"
+                f" {per_domain} a domain, and would drop the oldest: export fewer"
+            )
+        return kept
 
     def add(self, cookies: Iterable[Cookie]) -> None:
         if self.jar is None:

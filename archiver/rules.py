@@ -175,7 +175,10 @@ def logout_admits(config: Config) -> str:
         return "sign-out links are followed (--allow-logout)"
     if not logged_in(config):
         return "no sign-out link refused: the crawl has no cookies or credentials to lose"
-    return "not a sign-out link (logout, signout, log_out, ... in path or query)"
+    return (
+        "not a sign-out link, nor one that deletes or revokes"
+        " (logout, signout, log_out, delete, destroy, revoke, ... in the decoded path or query)"
+    )
 
 
 def robots_refusal(allowed: bool, reason: str | None) -> str | None:

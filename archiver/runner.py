@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,12 @@ async def run_crawl(
     install_signals: bool = False,
     show_progress: bool = False,
     mode: Mode = "crawl",
+    requisites: Sequence[tuple[str, str]] | None = None,
 ) -> Crawl:
     """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`).
+
+    `requisites`, (url, page) pairs, are queued instead of the roots, each as a requisite of
+    its page: what a QA patch fetches, under the rules of the archive's own crawl.
 
     A first signal stops the crawl gracefully; a second cancels the fetches in flight.
     """
@@ -61,7 +65,7 @@ async def run_crawl(
     hooks.configure(config)
     with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
         archive = prepare_archive(config)
-        crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive)
+        crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive, requisites)
         crawler.crawl.mode = mode
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_when_exhausted)

@@ -173,6 +173,10 @@ async def test_bad_commands_are_one_line_errors(site: Site, tmp_path: Path) -> N
         (["delay", "soon"], "delay 'soon': expected seconds"),
         (["exclude", "("], "exclude '(': not a regular expression"),
         (["tasks", "0"], "tasks '0': expected a whole number from 1 to 10000"),
+        (["delay", "nan"], "delay 'nan': expected seconds from 0 to 86400"),
+        (["delay", "inf"], "delay 'inf': expected seconds from 0 to 86400"),
+        (["delay", "1e999"], "delay '1e999': expected seconds from 0 to 86400"),
+        (["exclude", "a" * 70_000], "exclude: a command of 70"),
     ):
         code, out = await archiver("control", tmp_path / "a", *args, cwd=tmp_path)
         assert code == 2 and out == f"archiver: error: {out.split('error: ', 1)[1]}", out
@@ -286,3 +290,54 @@ async def test_status_says_who_paused_what_and_how_to_resume(site: Site, tmp_pat
     found = json.loads(out)
     assert found["paused"] is False and "paused_hosts" not in found, found
     assert await asyncio.wait_for(crawl.wait(), 60) == 0
+
+
+async def test_junk_in_the_control_file_leaves_the_crawl_listening(site: Site, tmp_path: Path) -> None:
+    """Issue 42 points 4 and 9: a line over 64 KiB, a torn line and a NaN delay written into
+    control.jsonl by hand are each skipped (answered when they name an id), and the commands
+    sent after them are carried out: the server sees the pause, crawl.toml never holds NaN."""
+    server = Recorder(site, latency=0.3)
+    archive = tmp_path / "a"
+    crawl = await start_crawl(site, archive, tmp_path, "--max-tasks", "2")
+    try:
+        await until(lambda: len(server.requests) >= 2)
+        control_file = archive / "control.jsonl"
+        with control_file.open("ab") as file:
+            file.write(b'{"id": "0123abcd", "verb": "exclude", "args": ["' + b"x" * 200_000 + b'"]}\n')
+            file.write(b'{"id": "0000ffff", "verb": "delay", "args": ["nan"], "at": ""}\n')
+            file.write(b'{"id": "torn", "verb": "pa')  # a sender killed mid-write
+        code, out = await archiver("control", archive, "pause", cwd=tmp_path)
+        assert code == 0 and out.startswith("paused: "), out
+        paused_at = time.monotonic()
+        await asyncio.sleep(1.0)
+        assert [r for r in server.requests if r[0] > paused_at + 0.4] == []
+        answers = {
+            record["answer"]: record
+            for line in control_file.read_bytes().splitlines()
+            if line.startswith(b'{"answer"') and (record := json.loads(line))
+        }
+        assert answers["0123abcd"]["ok"] is False and "over 65536 bytes" in answers["0123abcd"]["message"]
+        assert answers["0000ffff"]["ok"] is False and "expected seconds" in answers["0000ffff"]["message"]
+        code, out = await archiver("control", archive, "stop", cwd=tmp_path)
+        assert code == 0, out
+        await asyncio.wait_for(crawl.wait(), 30)
+    finally:
+        if crawl.returncode is None:
+            crawl.send_signal(signal.SIGKILL)
+            await crawl.wait()
+    assert "nan" not in (archive / "crawl.toml").read_text()
+
+
+def test_the_control_reader_reads_junk_once_and_never_whole(tmp_path: Path) -> None:
+    """30 MB without a newline are passed over in bounded reads, once; what follows is read."""
+    from archiver.control import LineReader, Overlong
+
+    path = tmp_path / "control.jsonl"
+    path.write_bytes(b"j" * 30_000_000)
+    reader = LineReader(path, 0)
+    assert list(reader.lines()) == []
+    assert reader.offset == 30_000_000  # the next poll starts after it
+    with path.open("ab") as file:
+        file.write(b'junk end\n{"id": "ab", "verb": "pause", "args": []}\n')
+    lines = list(reader.lines())
+    assert isinstance(lines[0], Overlong) and lines[1:] == [b'{"id": "ab", "verb": "pause", "args": []}\n']

@@ -377,3 +377,59 @@ def test_paths_named_like_temporaries(tmp_path: Path) -> None:
                 assert entry["url"].encode() in (out / key).read_bytes()
         assert len([e for e in listed.values() if e["url"]]) == len(urls)
         assert not list(out.rglob(TEMPORARY_PREFIX + "*"))
+
+
+def _wacz(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as wacz:
+        for name, data in members.items():
+            wacz.writestr(name, data)
+    return path
+
+
+def test_a_wacz_zip_bomb_writes_nothing(tmp_path: Path) -> None:
+    """Issue 42 point 8: 1 GiB of zeros in a 1 MB WACZ member was written out whole by
+    `reindex --warc` (and `serve`, into /tmp); it is one line naming the member."""
+    good = tmp_path / "good.warc.gz"
+    write_warc(good, [(f"{HOST}/", b"<title>home</title> zebra", HTML)])
+    bomb = tmp_path / "bomb.wacz"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as wacz:
+        wacz.write(good, "archive/good.warc.gz")
+        with wacz.open("archive/zeros.warc", "w", force_zip64=True) as member:
+            for _ in range(BOMB_MIB):
+                member.write(bytes(MIB))
+    assert bomb.stat().st_size < 3 * MIB
+    ran = run_archiver("reindex", "--warc", bomb, "-o", tmp_path / "a", cwd=tmp_path)
+    assert ran.code == 2 and len(ran.err.strip().splitlines()) == 1, ran.err
+    assert "archive/zeros.warc unpacks" in ran.err and "a zip bomb" in ran.err
+    written = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file() and p != bomb)
+    assert written < 10 * MIB, written
+    assert ran.peak_mb < PEAK_MB
+
+
+def test_a_wacz_page_list_of_one_huge_line_is_left_out(tmp_path: Path) -> None:
+    """A pages.jsonl of 80 MiB in one line (deflated to little) is not kept; the WARC files
+    are; a kept pages.jsonl with a 1 MiB line is read around it."""
+    good = tmp_path / "good.warc.gz"
+    write_warc(good, [(f"{HOST}/", b"<title>home</title> zebra", HTML)])
+    pages = b'{"format": "json-pages-1.0"}\n{"url": "' + b"x" * (80 * MIB) + b'"}\n'
+    wacz = _wacz(
+        tmp_path / "big.wacz", {"archive/good.warc.gz": good.read_bytes(), "pages/pages.jsonl": pages}
+    )
+    ran = run_archiver("reindex", "--warc", wacz, "-o", tmp_path / "a", cwd=tmp_path)
+    assert ran.code == 0, ran.err
+    assert "pages/pages.jsonl unpacks" in ran.err and "its page titles are not kept" in ran.err
+    assert not list((tmp_path / "a" / "warc").glob("*.pages.jsonl"))
+    assert ran.peak_mb < PEAK_MB
+    listed = (
+        b'{"format": "json-pages-1.0"}\n{"url": "'
+        + os.urandom(MIB // 2).hex().encode()
+        + b'"}\n'
+        + json.dumps({"url": f"{HOST}/", "title": "Listed title"}).encode()
+        + b"\n"
+    )
+    wacz = _wacz(
+        tmp_path / "long.wacz", {"archive/good.warc.gz": good.read_bytes(), "pages/pages.jsonl": listed}
+    )
+    ran = run_archiver("reindex", "--warc", wacz, "-o", tmp_path / "b", cwd=tmp_path)
+    assert ran.code == 0 and not ran.err, ran.err
+    assert list((tmp_path / "b" / "warc").glob("*.pages.jsonl"))

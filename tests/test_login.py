@@ -390,6 +390,13 @@ async def test_allow_logout_follows_the_sign_out_link_and_without_credentials_it
         ("127.0.0.1 FALSE / FALSE 0 sid x", ":3: expected 7 fields separated by tabs"),
         ("127.0.0.1\tMAYBE\t/\tFALSE\t0\tsid\tx", ":3: the subdomains field must be TRUE or FALSE"),
         ("127.0.0.1\tFALSE\t/\tFALSE\tsoon\tsid\tx", ":3: expires must be a Unix time"),
+        (".\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '.' is not a cookie domain: no host name"),
+        ("..\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '..' is not a cookie domain: an empty label"),
+        ("a..b\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: 'a..b' is not a cookie domain: an empty label"),
+        (".com\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: '.com' is not a cookie domain: a public suffix"),
+        ("co.uk\tTRUE\t/\tFALSE\t0\tsid\tx", ":3: 'co.uk' is not a cookie domain: a public suffix"),
+        ("127.0.0.1\tFALSE\t/\tFALSE\tinf\tsid\tx", ":3: expires must be a Unix time, got 'inf'"),
+        ("127.0.0.1\tFALSE\t/\tFALSE\tnan\tsid\tx", ":3: expires must be a Unix time, got 'nan'"),
     ],
 )
 async def test_a_malformed_cookies_file_is_one_line_naming_the_line(
@@ -831,3 +838,129 @@ async def test_dry_run_reads_robots_txt_with_the_hosts_credentials(
     args = ["crawl", site.url("/area/"), "-o", str(tmp_path / "a"), "--auth", site.host, "--dry-run"]
     assert await asyncio.to_thread(main, args) == 0
     assert "robots.txt Disallow: /area/ (User-agent: *)" in capsys.readouterr().out
+
+
+async def test_redact_credentials_also_redacts_the_session_a_site_hands_out(
+    site: Site, tmp_path: Path
+) -> None:
+    """Issue 42 point 7: the `Set-Cookie` of a response is a secret too; the jar still sends it."""
+    seen = Seen()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.path == "/":
+            response = web.Response(text='<a href="/next">next</a>', content_type="text/html")
+            response.headers.add("Set-Cookie", "session=handed-out-4242; Path=/; HttpOnly")
+            return response
+        return web.Response(text="next", content_type="text/html")
+
+    site.handler("/", handle)
+    site.handler("/next", handle)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--redact-credentials", "--header", "X-K: v"]
+    code, _, err = await run_cli(*args, *FAST, *PLUGINS)
+    assert code == 0, err
+    assert cookie_of(dict(seen.requests)["/next"].get("Cookie"), "session") == "handed-out-4242"
+    raw = b"".join(gzip.decompress(path.read_bytes()) for path in (archive / "warc").glob("*.warc.gz"))
+    assert b"handed-out-4242" not in raw
+    assert f"Set-Cookie: session={REDACTED}; Path=/; HttpOnly".encode() in raw
+
+
+async def test_an_archive_of_a_crawl_with_secrets_is_its_owners_only(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 11: crawl.toml keeps the --header lines, the WARC files the requests:
+    the archive folder is 0700 and crawl.toml 0600; an archive without secrets keeps the umask."""
+    site.page("/", "home")
+    old = os.umask(0o022)
+    try:
+        for given, archive in ((True, tmp_path / "secret"), (False, tmp_path / "plain")):
+            extra = ["--header", "X-Api-Key: key-4711"] if given else []
+            code, _, err = await run_cli("crawl", site.url("/"), "-o", str(archive), *extra, *FAST, *PLUGINS)
+            assert code == 0, err
+            assert (archive / "crawl.toml").stat().st_mode & 0o777 == 0o600
+            assert archive.stat().st_mode & 0o777 == (0o700 if given else 0o755)
+            if given:
+                assert "key-4711" in (archive / "crawl.toml").read_text()  # resume sends it again
+    finally:
+        os.umask(old)
+
+
+SIGN_OUT_SPELLINGS = ("/%6Cogout", "/%2Flogout", "/x/..%2Flogout", "/Log%20out", "/account?do=log+out")
+DESTRUCTIVE = ("/delete?id=1", "/session/destroy", "/tokens/revoke-all", "/posts/7/Delete")
+
+
+async def test_the_sign_out_rule_judges_the_decoded_path_and_skips_destructive_links(
+    site: Site, tmp_path: Path
+) -> None:
+    """Issue 42 point 6: every one of these ends the session on the server; none is requested,
+    every page is archived logged in, and `why` names the rule."""
+    sessions = {SID}
+    requested: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        requested.append(request.raw_path)
+        if request.cookies.get("sid") not in sessions:
+            return web.Response(text="please log in", content_type="text/html")
+        if request.raw_path in (*SIGN_OUT_SPELLINGS, *DESTRUCTIVE) or "revoke" in request.path:
+            sessions.clear()
+            return web.Response(text="done", content_type="text/html")
+        links = [*SIGN_OUT_SPELLINGS, *DESTRUCTIVE] if request.path == "/" else []
+        links += [f"/members/{n}" for n in range(3)] if request.path == "/" else []
+        anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+        return web.Response(text=f"<p>members only</p>{anchors}", content_type="text/html")
+
+    site.handler("/", handle)
+    for path in ("/account", "/delete", "/session/destroy", "/tokens/revoke-all", "/posts/7/Delete"):
+        site.handler(path, handle)
+    for n in range(3):
+        site.handler(f"/members/{n}", handle)
+    for path in ("/logout", "/Log out", "//logout", "/x/../logout"):
+        site.handler(path, handle)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), "--max-tasks", "1"]
+    code, _, err = await run_cli(*args, *FAST, *PLUGINS)
+    assert code == 0, err
+    assert sorted(requested) == sorted(["/", "/members/0", "/members/1", "/members/2"]), requested
+    assert sessions == {SID}
+    skipped = {r["url"]: r["reason"] for r in log_lines(archive) if r.get("outcome") == "skipped"}
+    for path in DESTRUCTIVE:
+        assert "changes the account" in skipped[site.url(path)], skipped
+    code, out, err = await run_cli("why", str(archive), site.url("/delete?id=1"))
+    assert "changes the account ('delete')" in out, out + err
+
+
+async def test_a_cookie_that_never_expires_is_sent(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 12: an expiry of 1e20 (a browser's "never") was a traceback after the
+    archive folder was made; it is kept as the end of the year 9999."""
+    seen = Seen()
+    members_site(site, seen)
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t1e20\tsid\t{SID}")
+    archive = tmp_path / "a"
+    code, _, err = await run_cli(
+        "crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), *FAST, *PLUGINS
+    )
+    assert code == 0, err
+    assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+
+
+async def test_a_whole_browsers_cookies_txt_keeps_the_login(site: Site, tmp_path: Path) -> None:
+    """Issue 42 point 5: 4,000 cookies of other sites after the login cookie; the jar (3,300 at
+    most) forgot the oldest, the login, and the site was archived logged out, exit 0."""
+    seen = Seen()
+    members_site(site, seen)
+    others = (f".site{n}.example.org\tTRUE\t/\tFALSE\t0\tc\t{n}" for n in range(4000))
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}", *others)
+    archive = tmp_path / "a"
+    args = ["crawl", site.url("/"), "-o", str(archive), "--cookies", str(jar), *FAST[:-1], *PLUGINS]
+    code, _, err = await run_cli(*args)
+    assert code == 0, err
+    assert fetched_ok(archive) == {site.url(path) for path in MEMBER_PAGES}
+    assert "/login" not in seen.paths()
+    assert "4000 of its 4001 cookies are for other sites than the roots' (127.0.0.1): not loaded" in err
+    crowded = cookies_txt(
+        tmp_path / "crowded.txt", *(f"127.0.0.1\tFALSE\t/\tFALSE\t0\tc{n}\tv" for n in range(200))
+    )
+    args = ["crawl", site.url("/"), "-o", str(tmp_path / "b"), "--cookies", str(crowded), *FAST, *PLUGINS]
+    code, _, err = await run_cli(*args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "200 cookies for the crawl's sites (200 for 127.0.0.1); the jar keeps at most 3300" in err

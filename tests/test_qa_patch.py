@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from browser import chromium_path
-from qa_site import HIDDEN, TEXT, build_site
+from qa_site import HIDDEN, PNG, TEXT, build_site
 
 from archiver.history import read_history
-from archiver.testing import CrawlFn, Site
+from archiver.testing import CrawlFn, Resource, Site
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -116,7 +117,7 @@ async def test_a_patch_killed_resumes_and_fetches_nothing_twice(
     finally:
         os.kill(process.pid, signal.SIGKILL)
         await process.wait()
-    assert roots(archive) != [site.url("/")]  # killed: the patch's settings are in crawl.toml
+    assert (archive / "qa" / "patch.toml").exists()  # killed: the patch's settings are kept for its resume
     code, output = await archiver("status", str(archive))
     assert "interrupted; run `archiver qa --patch" in output, output
     site.page("/data.json", json.dumps({"text": TEXT}), content_type="application/json")
@@ -130,3 +131,59 @@ async def test_a_patch_killed_resumes_and_fetches_nothing_twice(
     assert [(run.mode, run.complete, run.resumes) for run in runs] == [("crawl", True, 0), ("patch", True, 1)]
     assert roots(archive) == [site.url("/")]
     assert not (archive / "qa" / "crawl.toml").exists() and not (archive / "qa" / "patch.toml").exists()
+
+
+async def test_a_patch_keeps_the_crawls_scope_guard_and_credentials(
+    site: Site, other_site: Site, crawl_archive: CrawlFn
+) -> None:
+    """What QA finds missing is queued as a requisite of the page that lacked it, under the
+    archive's own rules (issue 42 point 1): the header meant for the root's host goes to no
+    other host, an excluded URL and a private address stay refused, and the requisites of a
+    patched stylesheet (its @import) are fetched too."""
+    chromium_path()
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    async def elsewhere(request: web.Request) -> web.StreamResponse:
+        seen.append((request.path, dict(request.headers)))
+        return web.Response(body=PNG, content_type="image/png")
+
+    other_site.handler("/b.png", elsewhere)
+    other_site.handler("/robots.txt", elsewhere)
+    script = (
+        "fetch('private/p.json').catch(() => null);"
+        " const link = document.createElement('link'); link.rel = 'stylesheet'; link.href = 'late.css';"
+        " document.head.appendChild(link);"
+    )
+    site.serve(
+        {
+            "/": (
+                "<!doctype html><html><head><title>Home</title></head><body><h1>Home</h1>"
+                f'<img src="{other_site.url("/b.png")}"><img src="http://10.255.255.1/x.png">'
+                '<script src="app.js" defer></script></body></html>'
+            ),
+            "/app.js": Resource(script, content_type="application/javascript"),
+            "/late.css": Resource('@import url("imported.css"); h1 { color: red }', content_type="text/css"),
+            "/imported.css": Resource("h1 { color: blue }", content_type="text/css"),
+            "/private/p.json": Resource("{}", content_type="application/json"),
+        }
+    )
+    archive = (
+        await crawl_archive(
+            site.url("/"),
+            plugins=("links", "warc"),
+            headers=("X-Secret: for-the-root-only",),
+            exclude=("/private/", "/b[.]png"),
+        )
+    ).archive
+    assert not seen
+    site.hits.clear()
+    code, output = await archiver("qa", str(archive), "--patch", "--json")
+    assert code == 1, output  # what the crawl refused is still missing
+    assert not seen, f"the patch asked a host the crawl refused: {seen}"
+    assert site.hits["/private/p.json"] == 0, "the patch fetched a URL the crawl excludes"
+    assert site.hits["/late.css"] == 1 and site.hits["/imported.css"] == 1, dict(site.hits)
+    log = [json.loads(line) for line in (archive / "crawl-log.jsonl").read_text().splitlines()]
+    by_url = {line.get("url"): line for line in log if line.get("url")}
+    assert "address guard" in by_url["http://10.255.255.1/x.png"].get("reason", ""), by_url
+    assert by_url[site.url("/late.css")]["kind"] == "requisite"
+    assert roots(archive) == [site.url("/")]

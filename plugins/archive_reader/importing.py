@@ -50,6 +50,12 @@ LinkMode = Literal["copy", "hard", "symlink"]
 LINK_MODES: tuple[LinkMode, ...] = ("copy", "hard", "symlink")
 _COPY_CHUNK = 1024 * 1024
 _LEVEL = 6
+MAX_ZIP_RATIO = 100
+"""How many times its compressed size a WACZ member may unpack to.  Its WARC files are gzip
+already and stored (about 1:1); a plain WARC file deflates to a tenth at best.  Deflate goes
+up to 1:1032: a 2 MB WACZ could otherwise write 2 GB, and `serve` unpacks into /tmp."""
+MAX_PAGES_LIST = 64 * 1024 * 1024
+"""The largest ``pages/pages.jsonl`` kept: its titles are read into memory for search."""
 
 
 @dataclass(frozen=True)
@@ -107,17 +113,21 @@ def _wacz_placements(source: Path) -> list[_Placement]:
     """The WARC files of a WACZ (its ``archive/`` folder), each opened from the zip."""
     try:
         with zipfile.ZipFile(source) as wacz:
-            entries = [info.filename for info in wacz.infolist() if not info.is_dir()]
+            infos = [info for info in wacz.infolist() if not info.is_dir()]
     except (zipfile.BadZipFile, OSError) as exc:
         raise UsageError(f"{source}: not a readable WACZ file ({exc})") from None
     found: list[_Placement] = []
     stem = source.name[: -len(WACZ_NAME)]
-    for entry in entries:
+    for info in infos:
+        entry = info.filename
         parts = PurePosixPath(entry).parts
         if len(parts) != 2 or parts[0] != "archive" or not parts[1].endswith(STORED_NAMES):
             continue
         if parts[1].startswith(".") or "\\" in parts[1] or "\0" in parts[1]:
             continue  # not a name a WARC file of this archive can have
+        bomb = _bomb_words(info)
+        if bomb is not None:
+            raise UsageError(f"{source}: {entry} {bomb}: not a WACZ file this archive reads")
 
         def opener(entry: str = entry) -> contextlib.AbstractContextManager[BinaryIO]:
             return _zip_entry(source, entry)
@@ -134,11 +144,29 @@ def _zip_entry(source: Path, entry: str) -> Iterator[BinaryIO]:
         yield stream  # type: ignore[misc]
 
 
+def _bomb_words(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member unpacks to more than `MAX_ZIP_RATIO` times its size, or None.
+
+    The sizes are the zip's own: `zipfile` never reads a member past the size it declares."""
+    if info.file_size <= max(info.compress_size, 1) * MAX_ZIP_RATIO:
+        return None
+    return (
+        f"unpacks {info.compress_size:,} bytes to {info.file_size:,} (over {MAX_ZIP_RATIO} times: a zip bomb)"
+    )
+
+
 def _keep_pages(source: Path, folder: Path) -> None:
-    """The WACZ's page list (URLs, titles, times) beside its WARC files."""
+    """The WACZ's page list (URLs, titles, times) beside its WARC files, when it is of a
+    bounded size (one over it is left out with a warning: the pages stay, without titles)."""
     stem = source.name[: -len(WACZ_NAME)]
     with zipfile.ZipFile(source) as wacz:
         if "pages/pages.jsonl" not in wacz.namelist():
+            return
+        info = wacz.getinfo("pages/pages.jsonl")
+        bomb = _bomb_words(info)
+        if bomb is not None or info.file_size > MAX_PAGES_LIST:
+            why = bomb or f"is {info.file_size:,} bytes, over {MAX_PAGES_LIST:,}"
+            log.warning("%s: pages/pages.jsonl %s: its page titles are not kept", source, why)
             return
         partial = folder / f"{stem}.pages.jsonl.partial"
         with wacz.open("pages/pages.jsonl") as stream, partial.open("wb") as out:

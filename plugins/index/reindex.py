@@ -224,6 +224,10 @@ def _capture(
 
 PAGES_SUFFIX = ".pages.jsonl"
 MAX_PAGE_TITLES = 1_000_000
+MAX_PAGE_LINE = 64 * 1024
+"""A pages.jsonl line longer than this is skipped unread (one URL and title fit in it)."""
+MAX_PAGES_READ = 64 * 1024 * 1024
+"""Bytes of one pages.jsonl read at most (as much as `reindex --warc` keeps of one)."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -241,7 +245,14 @@ def page_titles(path: Path) -> dict[str, str]:
     titles: dict[str, str] = {}
     for listed in pages:
         with contextlib.suppress(OSError), listed.open("rb") as handle:
-            for line in handle:
+            read = 0
+            while read < MAX_PAGES_READ and (line := handle.readline(MAX_PAGE_LINE + 1)):
+                read += len(line)
+                if len(line) > MAX_PAGE_LINE:
+                    while line and not line.endswith(b"\n"):  # a line no page needs: passed over
+                        line = handle.readline(MAX_PAGE_LINE)
+                        read += len(line)
+                    continue
                 try:
                     page = json.loads(line)
                 except ValueError:

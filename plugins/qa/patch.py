@@ -1,11 +1,14 @@
 """``archiver qa --patch``: fetch what QA found missing, as a numbered crawl of mode ``patch``.
 
-The missing URLs become the roots of a crawl into the archive itself, at depth 0 (nothing
-they link to as a page is followed; what a fetched stylesheet needs is, as a requisite),
-with the archive's own settings: politeness, robots.txt, the address guard, the WARC files
-and the crawl log are those of any crawl.  The crawl's frontier is kept in ``state.sqlite``
-(as for ``--update``, the finished crawl's state is replaced), so a patch killed at any
-point resumes where it stopped, and what it stored is never fetched again.
+The missing URLs are queued as requisites of the pages that lacked them, in a crawl into
+the archive itself with the archive's own settings and roots: its scope and patterns,
+politeness, robots.txt, the address guard, where its credentials go, the WARC files and the
+crawl log are those of its crawl (a URL the crawl refused is refused again, a header meant
+for the roots' hosts goes nowhere else).  Nothing they link to as a page is followed; what
+a fetched stylesheet needs (its ``@import``, its fonts) is, as a requisite.  The crawl's
+frontier is kept in ``state.sqlite`` (as for ``--update``, the finished crawl's state is
+replaced), so a patch killed at any point resumes where it stopped, and what it stored is
+never fetched again.
 
 The archive's ``crawl.toml`` holds its own crawl's settings (``--resume`` and ``--update``
 read them); a crawl saves its settings there, so the archive's are kept in
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,13 +41,17 @@ from archiver.api import (
     UsageError,
     archive_status,
     dump_toml,
+    load_config,
     read_counts,
     read_history,
+    write_private,
 )
 
 from .results import BEFORE_PATCH, PATCH_CONFIG, counts_before_patch, latest_results, qa_folder
 
 PATCHED = "patched.jsonl"
+PATCH_QUEUE = "patch-queue.json"
+"""The patch under way's (url, page that lacked it) pairs, for its resume."""
 
 
 @dataclass(frozen=True)
@@ -103,28 +109,52 @@ def record_patched(archive: Path, urls: Iterable[str]) -> None:
         os.fsync(file.fileno())
 
 
-def patch_config(archive: Path, urls: list[str], resume: bool) -> Any:
-    """The configuration of the patch: saved in ``qa/patch.toml`` for a resume, read back from it."""
-    from archiver.api import load_config
+def patch_config(
+    archive: Path, wanted: list[tuple[str, str]], resume: bool
+) -> tuple[Any, list[tuple[str, str]]]:
+    """The configuration of the patch and its (url, page) pairs: saved under ``qa/`` for a
+    resume, read back from there.  The configuration is the archive's own, roots included."""
 
     saved = qa_folder(archive) / PATCH_CONFIG
+    queue = qa_folder(archive) / PATCH_QUEUE
     if resume:
-        return load_config(saved, {"output": str(archive)})
-    overrides = {"roots": tuple(urls), "max_depth": 0, "frontier": "sqlite", "output": str(archive)}
-    config = load_config(archive / CONFIG_NAME, overrides)
-    temporary = saved.with_suffix(".tmp")
-    temporary.write_text(dump_toml(config.to_toml_dict()), encoding="utf-8")
-    os.replace(temporary, saved)
-    return config
+        return load_config(saved, {"output": str(archive)}), _read_queue(queue)
+    config = load_config(archive / CONFIG_NAME, {"frontier": "sqlite", "output": str(archive)})
+    write_private(queue, json.dumps([list(pair) for pair in wanted], ensure_ascii=False))
+    write_private(saved, dump_toml(config.to_toml_dict()))
+    return config, wanted
+
+
+def _read_queue(path: Path) -> list[tuple[str, str]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # a patch from before the queue was kept: its frontier holds what is left
+    if not isinstance(data, list):
+        return []
+    return [
+        (pair[0], pair[1])
+        for pair in data
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)
+    ]
+
+
+def lacking(archive: Path, urls: Iterable[str]) -> list[tuple[str, str]]:
+    """Each of `urls` with the first page (by URL) whose newest QA result named it missing."""
+    wanted = set(urls)
+    found: dict[str, str] = {}
+    for page in sorted(latest_results(archive).values(), key=lambda result: result.url):
+        for request in page.missing:
+            if request.url in wanted and request.url not in found:
+                found[request.url] = page.url
+    return [(url, found[url]) for url in urls if url in found]
 
 
 def keep_config(archive: Path) -> None:
     """Put the archive's ``crawl.toml`` aside before a patch crawl writes its own there."""
     kept = qa_folder(archive) / CONFIG_NAME
     if not kept.exists():
-        temporary = kept.with_suffix(".tmp")
-        shutil.copyfile(archive / CONFIG_NAME, temporary)
-        os.replace(temporary, kept)
+        write_private(kept, (archive / CONFIG_NAME).read_text(encoding="utf-8"))
 
 
 def restore_config(archive: Path) -> None:
@@ -175,6 +205,7 @@ def finished(archive: Path, complete: bool) -> None:
     restore_config(archive)
     if complete:
         (qa_folder(archive) / PATCH_CONFIG).unlink(missing_ok=True)
+        (qa_folder(archive) / PATCH_QUEUE).unlink(missing_ok=True)
 
 
 def pages_lacking(archive: Path, urls: Iterable[str]) -> set[str]:

@@ -61,29 +61,29 @@ def run_qa(
     plan = patching.plan_patch(archive)
     before = None
     if plan.resume:
-        config = patching.patch_config(archive, [], resume=True)
+        config, wanted = patching.patch_config(archive, [], resume=True)
     else:
         run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar))
         tried = patching.already_patched(archive)
-        wanted = [url for url in summary.missing_urls if url not in tried]
+        wanted = patching.lacking(archive, [url for url in summary.missing_urls if url not in tried])
         if not wanted:
             words = "Nothing to patch: no resource is missing that an earlier patch was not given."
             return Outcome(run, summary, patch={"resources": 0}, patch_words=words)
         before = (run, summary)
         patching.start_fresh(archive)
-        config = patching.patch_config(archive, wanted, resume=False)
+        config, wanted = patching.patch_config(archive, wanted, resume=False)
     patching.keep_config(archive)
     crawl = None
     try:
-        crawl = _crawl(config, bar)
+        crawl = _crawl(config, wanted, bar)
     finally:
         patching.finished(archive, complete=crawl is not None and crawl.complete)
     if crawl.complete:
-        patching.record_patched(archive, config.roots)
-    report = _patch_report(crawl)
+        patching.record_patched(archive, [url for url, _ in wanted])
+    report = _patch_report(crawl, len(wanted))
     if crawl.interrupted:
         raise PatchInterrupted(crawl.signal or signal.SIGINT)
-    pages = patching.pages_lacking(archive, config.roots)
+    pages = patching.pages_lacking(archive, [url for url, _ in wanted])
     again = Selection(urls=frozenset(pages))
     run, summary = asyncio.run(_checked(archive, executable, again, tabs, settings, bar))
     return Outcome(run, summary, patch=report, patch_words=_patch_words(report), before=before)
@@ -97,24 +97,33 @@ class PatchInterrupted(Exception):
         self.signum = signum
 
 
-def _crawl(config: Any, bar: bool) -> Crawl:
+def _crawl(config: Any, wanted: list[tuple[str, str]], bar: bool) -> Crawl:
     from archiver.api import ArchiverError, loop_factory, make_plugin_manager, run_crawl
 
     pm = make_plugin_manager(disabled=config.disable, modules=config.enable)
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            return runner.run(run_crawl(config, pm, install_signals=True, show_progress=bar, mode="patch"))
+            return runner.run(
+                run_crawl(
+                    config,
+                    pm,
+                    install_signals=True,
+                    show_progress=bar,
+                    mode="patch",
+                    requisites=wanted,
+                )
+            )
     except* ArchiverError as group:
         raise group.exceptions[0] from None
 
 
-def _patch_report(crawl: Crawl) -> dict[str, Any]:
+def _patch_report(crawl: Crawl, asked: int) -> dict[str, Any]:
     from archiver.api import build_report
 
     report = build_report(crawl)
     return {
         "crawl": crawl.number,
-        "resources": len(crawl.roots),
+        "resources": asked,
         "fetched": report["pages"],
         "failed": report["failed"],
         "by_status_class": report["by_status_class"],
