@@ -109,3 +109,8 @@ def get(url: str) -> tuple[int, str, bytes]:
             return response.status, response.headers.get("Content-Type", ""), response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.headers.get("Content-Type", ""), error.read()
+
+
+def files_named(folder: Path, prefix: str) -> list[str]:
+    """Names in `folder` starting with `prefix`: an output or its ``.partial`` left behind."""
+    return sorted(path.name for path in folder.iterdir() if path.name.startswith(prefix))

@@ -152,10 +152,10 @@ def _markup(warcs: WarcArchive, item: Item) -> str:
 
 
 def _parent(url: str, added: dict[str, Any]) -> Any:
-    """The chapter already in the book whose URL holds `url` most closely, if any."""
+    """The chapter already in the book whose URL holds `url` most closely, if any (not the root)."""
     path = urlsplit(url)
     parts = path.path.rstrip("/").split("/")
-    while len(parts) > 1:
+    while len(parts) > 2:  # the site root holds every page: its chapters stay at the top
         parts.pop()
         prefix = f"{path.scheme}://{path.netloc}{'/'.join(parts)}/"
         if prefix in added and prefix != url:

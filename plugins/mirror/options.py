@@ -74,7 +74,13 @@ class ExportResult:
     report_path: str | None = None
 
     def summary(self) -> str:
-        if self.format in ("wacz", "zim", "epub"):
+        if self.format == "epub":
+            errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
+            return (
+                f"Wrote {plural(self.files, 'page')} as chapters into {self.output} ({size(self.bytes)})"
+                f" in {self.seconds:.1f} s.{errors}"
+            )
+        if self.format in ("wacz", "zim"):
             errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
             return (
                 f"Packed {plural(self.files, 'file')} into {self.output} ({size(self.bytes)})"
