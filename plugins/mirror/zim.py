@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTRA_HINT", "ZimSink", "load_libzim", "open_zim"]
 
-EXTRA_HINT = "ZIM export needs the optional extra `zim`: pip install 'site-archiver[zim]' (libzim, GPL-3.0)"
+EXTRA_HINT = "ZIM export needs the optional extra zim: pip install 'site-archiver[zim]' (libzim, GPL-3.0)"
 TITLE_CHARS = 30
 """The longest Title the ZIM metadata conventions allow (zimcheck reports a longer one)."""
 DESCRIPTION_CHARS = 80
