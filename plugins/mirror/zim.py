@@ -190,7 +190,12 @@ class ZimSink:
             os.unlink(self.partial)
         entry_class = type("ZimEntry", (_Entry, writer.Item), {})
         self._entry_class = entry_class
-        self._creator: Creator = writer.Creator(str(self.partial)).config_indexing(True, metadata["Language"])
+        # One compression thread: libzim compresses each cluster with Zstandard at a high level,
+        # whose context holds about 75 MB; its default of four threads peaked at 330 MB. The
+        # thread still runs beside this one, which reads and rewrites the next pages.
+        self._creator: Creator = (
+            writer.Creator(str(self.partial)).config_indexing(True, metadata["Language"]).config_nbworkers(1)
+        )
         try:
             self._creator.__enter__()
         except Exception as exc:  # libzim reports a file it cannot create as a RuntimeError
