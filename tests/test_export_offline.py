@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 from archiver_plugins.mirror.zim import EXTRA_HINT
+from changing_site import crawl_twice
 from cli_process import archiver
 from offline_tools import epubcheck, files_named, zimcheck
 from terminal import run_on_terminal, screen_lines
 
 from archiver.cli import main
+from archiver.testing import Site
 from tests.foreign_archives import SAMPLES
 
 IMPORTED = ("heritrix.warc.gz", "old.arc.gz", "browsertrix.wacz", "webrecorder-decoded.warc.gz")
@@ -82,3 +84,22 @@ async def test_progress_shows_on_a_terminal_and_is_cleared(tmp_path: Path, suffi
     lines = screen_lines(text)
     assert any(line.startswith(f"Exporting {suffix}") for line in lines), lines
     assert lines[-1].startswith(("Packed ", "Wrote ")) and str(output) in "".join(lines[-2:])
+
+
+async def test_a_recrawled_archive_exports_its_newest_captures(site: Site, tmp_path: Path) -> None:
+    """Crawled twice with a page edited in between: the ZIM and the EPUB hold the second draft."""
+    archive = tmp_path / "archive"
+    await crawl_twice(site, archive)
+    zim, epub = tmp_path / "twice.zim", tmp_path / "twice.epub"
+    for output in (zim, epub):
+        code, out = await archiver("export", archive, output, "-q")
+        assert code == 0, out
+
+    from libzim.reader import Archive
+
+    reader = Archive(str(zim))
+    edited = bytes(reader.get_entry_by_path(f"{site.host.replace(':', '+')}/edited.html").get_item().content)
+    assert b"The second draft." in edited and b"first draft" not in edited
+    with zipfile.ZipFile(epub) as book:
+        text = " ".join(book.read(name).decode() for name in book.namelist() if name.endswith(".xhtml"))
+    assert "The second draft." in text and "first draft" not in text and "A new page." in text
