@@ -12,6 +12,10 @@ python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv p
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v wget >/dev/null 2>&1 || need_apt+=(wget)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# The offline readers' tools of the ZIM and EPUB export tests (tests/offline_tools.py).
+command -v zimcheck >/dev/null 2>&1 || need_apt+=(zim-tools)
+command -v kiwix-serve >/dev/null 2>&1 || need_apt+=(kiwix-tools)
+[ -e /usr/share/java/epubcheck.jar ] || need_apt+=(epubcheck)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root, or: sudo apt-get install ${need_apt[*]})" >&2
@@ -32,7 +36,7 @@ if .venv/bin/python -m pip show -q archiver >/dev/null 2>&1; then
   .venv/bin/python -m pip uninstall -y -q archiver >/dev/null
   rm -rf archiver.egg-info
 fi
-if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,browser]'; } >.venv/pip.log 2>&1; then
+if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,browser,zim]'; } >.venv/pip.log 2>&1; then
   cat .venv/pip.log >&2
   exit 1
 fi

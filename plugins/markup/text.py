@@ -119,13 +119,8 @@ def extract(content: bytes, content_type: str, encoding: str | None, max_chars: 
     root = tree.body
     if root is None:
         return Extracted(title[:1000], "", description[:2000], "")
-    for node in root.css(_DROP):
-        node.decompose()
-    main = root.css_first("main, [role=main], article") or root
-    for node in main.css("header"):
-        if node.parent is not None and node.parent.tag in ("body", "div"):
-            node.decompose()
-    _prepare_text(main)
+    main = main_content(root)
+    _set_blocks_apart(main)
     headings = " ".join(_clean(h.text(deep=True, separator="")) for h in main.css("h1, h2, h3"))
     body = _clean(main.text(deep=True, separator=""))[:max_chars]
     if not title:
@@ -134,13 +129,37 @@ def extract(content: bytes, content_type: str, encoding: str | None, max_chars: 
     return Extracted(title[:1000], headings[:5000], description[:2000], body)
 
 
-def _prepare_text(root: Node) -> None:
-    """Drop permalink marks (Sphinx's `¶`) and set blocks apart, so the text reads as shown."""
+def main_content(body: Node) -> Node:
+    """The part of a page's `body` that is its own, with navigation, side bars, footers,
+    scripts and permalink marks taken out of the tree (which is changed in place).
+
+    The index searches its text; the EPUB export makes it a chapter."""
+    for node in body.css(_DROP):
+        node.decompose()
+    main = body.css_first("main, [role=main], article") or body
+    for node in main.css("header"):
+        if node.parent is not None and node.parent.tag in ("body", "div"):
+            node.decompose()
+    _drop_permalinks(main)
+    return main
+
+
+def _drop_permalinks(root: Node) -> None:
+    """Drop permalink marks (Sphinx's `¶`): they are not part of the text."""
     for node in root.css(_PERMALINKS):
         node.decompose()
     for node in root.css("h1 a, h2 a, h3 a, h4 a, h5 a, h6 a, dt a"):
         if node.text(deep=True).strip() in _PERMALINK_MARKS:
             node.decompose()
+
+
+def _prepare_text(root: Node) -> None:
+    """Drop permalink marks and set blocks apart, so the text reads as shown."""
+    _drop_permalinks(root)
+    _set_blocks_apart(root)
+
+
+def _set_blocks_apart(root: Node) -> None:
     for node in root.css(_BLOCKS):
         node.insert_before(" ")
         node.insert_after(" ")

@@ -19,7 +19,7 @@ from .html import rewrite_css, rewrite_html
 from .mapping import LinkMap
 from .plan import Item
 
-__all__ = ["HTML_TYPES", "redirect_page", "render", "render_snapshot"]
+__all__ = ["HTML_TYPES", "declared_charset", "redirect_page", "render", "render_snapshot"]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _CSS_CHARSET = re.compile(rb'^@charset\s+"([A-Za-z0-9_.:\-]+)";')
@@ -45,14 +45,14 @@ def whatwg_label(codec: str) -> str:
     return _WHATWG.get(name, name)
 
 
-def _declared_charset(response: StoredResponse) -> str | None:
+def declared_charset(response: StoredResponse) -> str | None:
     value = response.header("Content-Type") or ""
     match = re.search(r"charset\s*=\s*[\"']?([^\s;\"']+)", value, re.IGNORECASE)
     return match.group(1) if match else None
 
 
 def render_html(response: StoredResponse, content: bytes, links: LinkMap, mark_missing: bool) -> bytes:
-    codec, source = choose_encoding(content, response.content_type, _declared_charset(response))
+    codec, source = choose_encoding(content, response.content_type, declared_charset(response))
     text = content.decode(codec, "surrogateescape")
     declare = None
     if source not in ("meta", "bom") and response.content_type == "text/html":
@@ -64,7 +64,7 @@ def render_html(response: StoredResponse, content: bytes, links: LinkMap, mark_m
 
 
 def render_css(response: StoredResponse, content: bytes, links: LinkMap) -> bytes:
-    codec = known_codec(_declared_charset(response))
+    codec = known_codec(declared_charset(response))
     if codec is None and content.startswith(codecs.BOM_UTF8):
         codec = "utf-8-sig"
     if codec is None:

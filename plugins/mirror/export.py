@@ -22,7 +22,7 @@ from ..archive_reader.reader import WarcArchive
 from .contents import HTML_TYPES, redirect_page, render, render_snapshot
 from .landing import SiteEntry, landing_page
 from .names import MirrorPath, relative_href
-from .options import ExportOptions, ExportResult, check_output, mtime_of, open_warcs, start_pages
+from .options import ExportOptions, ExportResult, Progress, check_output, mtime_of, open_warcs, start_pages
 from .plan import Item, Plan, build_plan, roots_of
 from .rendered import rendered_dom
 from .safedir import Blocked
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 EXPORT_REPORT_NAME = "export-report.json"
 LANDING_NAME = "index.html"
-FORMATS = ("dir", "zip", "wacz")
+FORMATS = ("dir", "zip", "wacz", "zim", "epub")
 DEFAULT_OPTIONS = ExportOptions()
 
 
@@ -69,15 +69,29 @@ def _sites(plan: Plan, starts: list[str]) -> list[SiteEntry]:
     return sites
 
 
-def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = DEFAULT_OPTIONS) -> ExportResult:
-    """Export `archive` to `output` as a browsable folder or zip (`options.format`)."""
+def export_mirror(
+    archive: FsPath,
+    output: FsPath,
+    options: ExportOptions = DEFAULT_OPTIONS,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Export `archive` to `output` as a browsable folder, zip or ZIM (`options.format`)."""
     if options.format == "wacz":
         from .wacz import export_wacz
 
         wacz_result: ExportResult = export_wacz(archive, output, options)
         return wacz_result
+    if options.format == "epub":
+        from .epub import export_epub
+
+        epub_result: ExportResult = export_epub(archive, output, options, progress)
+        return epub_result
     if options.format not in FORMATS:
         raise UsageError(f"unknown format {options.format!r} (choose from {', '.join(FORMATS)})")
+    if options.format == "zim":
+        from .zim import load_libzim
+
+        load_libzim()  # the extra's one-line error before any work
     started = time.monotonic()
     warcs, warnings = open_warcs(archive)
     check_output(output, options.format)
@@ -89,12 +103,12 @@ def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = DEFA
     missing = MissingLinks(plan, crawl_log_reasons(archive))
     result.missing = missing
     digest = plan_hash(plan, options)
-    sink: Sink = DirSink(output, digest) if options.format == "dir" else ZipSink(output)
+    sink = _open_sink(archive, output, warcs, plan, digest, options)
     try:
         blocked = {url: sink.blocked(path) for url, path in sorted(plan.paths.items())}
         result.errors.extend(f"{url}: {why}" for url, why in blocked.items() if why)
         plan.drop({url: why for url, why in blocked.items() if why})
-        _write_files(warcs, plan, sink, missing, options, result)
+        _write_files(warcs, plan, sink, missing, options, result, progress)
         _write_extras(archive, plan, sink, result)
         sink.finish()
     except BaseException:
@@ -107,6 +121,18 @@ def export_mirror(archive: FsPath, output: FsPath, options: ExportOptions = DEFA
     return result
 
 
+def _open_sink(
+    archive: FsPath, output: FsPath, warcs: WarcArchive, plan: Plan, digest: str, options: ExportOptions
+) -> Sink:
+    if options.format == "dir":
+        return DirSink(output, digest)
+    if options.format == "zip":
+        return ZipSink(output)
+    from .zim import open_zim
+
+    return open_zim(archive, output, warcs, plan, options)
+
+
 def _write_files(
     warcs: WarcArchive,
     plan: Plan,
@@ -114,9 +140,12 @@ def _write_files(
     missing: MissingLinks,
     options: ExportOptions,
     result: ExportResult,
+    progress: Progress | None = None,
 ) -> None:
     order = sorted(plan.items.values(), key=lambda i: (i.capture.filename, i.capture.offset, i.url))
-    for item in order:
+    for done, item in enumerate(order):
+        if progress is not None:
+            progress(done, len(order))
         path = plan.paths[item.url]
         dom = rendered_dom(warcs, item.capture) if item.mime in HTML_TYPES else None
         source = _source(item) + (f"+dom:{dom.filename}:{dom.offset}" if dom is not None else "")
@@ -126,11 +155,11 @@ def _write_files(
                 missing.add(url, kind, item.url)
             continue
         mtime = mtime_of(item.capture.timestamp)
-        links = FileLinks(plan, path, item.url, missing)
+        links = FileLinks(plan, path, item.url, missing, escape_ampersand=options.format == "zim")
         try:
             if item.location is not None:
                 target = plan.final(item.location)
-                href = relative_href(path, plan.paths[target.url]) if target is not None else None
+                href = links.href_to(target) if target is not None else None
                 if target is None:
                     links.add_missing(item.location, "page")
                 data = redirect_page(item.status, item.location, href)
@@ -144,6 +173,8 @@ def _write_files(
             result.errors.append(f"{item.url}: {exc}")
         except OSError as exc:
             result.errors.append(f"{item.url}: cannot write {'/'.join(path)}: {exc.strerror or exc}")
+    if progress is not None:
+        progress(len(order), len(order))
 
 
 def _write_extras(archive: FsPath, plan: Plan, sink: Sink, result: ExportResult) -> None:

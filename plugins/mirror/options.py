@@ -7,6 +7,7 @@ neither imports the other for them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path as FsPath
@@ -19,7 +20,15 @@ from .plan import Plan, normalize
 from .tail import check_tail
 from .targets import MissingLinks
 
-__all__ = ["ExportOptions", "ExportResult", "check_output", "mtime_of", "open_warcs", "start_pages"]
+__all__ = [
+    "ExportOptions",
+    "ExportResult",
+    "Progress",
+    "check_output",
+    "mtime_of",
+    "open_warcs",
+    "start_pages",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,20 @@ class ExportOptions:
     timestamp: str | None = None
     """Export the capture nearest to this 14-digit time instead of the latest."""
     mark_missing: bool = True
+    main: str | None = None
+    """ZIM: the URL of the page a reader opens first (default: the crawl's first root)."""
+    title: str | None = None
+    """ZIM and EPUB: the title readers show (default: the site's host)."""
+    language: str = "eng"
+    """ZIM and EPUB: the content's language, an ISO 639-3 code."""
+    pages: str | None = None
+    """EPUB: only pages whose URL matches this regular expression."""
+    under: str | None = None
+    """EPUB: only pages whose URL starts with this prefix."""
+
+
+Progress = Callable[[int, int], None]
+"""Told (files done, files in all) as an export goes, for a display on a terminal."""
 
 
 @dataclass
@@ -49,7 +72,13 @@ class ExportResult:
     report_path: str | None = None
 
     def summary(self) -> str:
-        if self.format == "wacz":
+        if self.format == "epub":
+            errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
+            return (
+                f"Wrote {plural(self.files, 'page')} as chapters into {self.output} ({size(self.bytes)})"
+                f" in {self.seconds:.1f} s.{errors}"
+            )
+        if self.format in ("wacz", "zim"):
             errors = f" {plural(len(self.errors), 'error')}." if self.errors else ""
             return (
                 f"Packed {plural(self.files, 'file')} into {self.output} ({size(self.bytes)})"

@@ -22,7 +22,7 @@ from archiver.api import CRAWL_LOG_NAME
 
 from .mapping import UNCHANGED, Mapped
 from .names import MirrorPath, relative_href
-from .plan import Plan, normalize
+from .plan import Item, Plan, normalize
 
 __all__ = ["FileLinks", "MissingLinks", "crawl_log_reasons"]
 
@@ -115,12 +115,26 @@ def crawl_log_reasons(archive: FsPath) -> dict[str, str]:
 class FileLinks:
     """The `LinkMap` for the document that becomes file `source` (whose URL is `referrer`)."""
 
-    def __init__(self, plan: Plan, source: MirrorPath, referrer: str, missing: MissingLinks) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        source: MirrorPath,
+        referrer: str,
+        missing: MissingLinks,
+        escape_ampersand: bool = False,
+    ) -> None:
         self.plan = plan
+        self.escape_ampersand = escape_ampersand
+        """Write ``&`` in file names as ``%26``: zimcheck reads ``&amp;`` in an href literally."""
         self.source = source
         self.referrer = referrer
         self.missing = missing
         self.found: list[list[str]] = []
+
+    def href_to(self, item: Item) -> str:
+        """The relative link from this file to the file of `item`."""
+        href = relative_href(self.source, self.plan.paths[item.url])
+        return href.replace("&", "%26") if self.escape_ampersand else href
 
     def add_missing(self, url: str, kind: str) -> None:
         self.missing.add(url, kind, self.referrer)
@@ -143,7 +157,7 @@ class FileLinks:
             return UNCHANGED
         item = self.plan.final(key)
         if item is not None:
-            href = relative_href(self.source, self.plan.paths[item.url])
+            href = self.href_to(item)
             return Mapped(href + ("#" + fragment if fragment else ""))
         self.add_missing(key, kind)
         absolute = safe_url_string(absolute)
