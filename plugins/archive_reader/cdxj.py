@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from warcio.timeutils import iso_date_to_timestamp
 
@@ -202,3 +202,75 @@ def _capture(record: Any, member: Member, filename: str) -> Capture | None:
         offset=member.offset,
         filename=filename,
     )
+
+
+def has_lines(warc: Path) -> bool:
+    """Whether `warc` has CDXJ lines beside it, sorted or still being written."""
+    cdxj = cdxj_path_for(warc)
+    return cdxj.exists() or cdxj.with_name(cdxj.name + ".open").exists()
+
+
+def _captures_of(key: str, lines: Any) -> list[Capture]:
+    prefix = (key + " ").encode("utf-8")
+    found = []
+    for line in lines:
+        if line.startswith(prefix):
+            try:
+                found.append(Capture.from_cdxj(line.decode("utf-8")))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return found
+
+
+def captures_in_open_lines(path: Path, key: str) -> list[Capture]:
+    """The lines of `key` in an unsorted CDXJ file (a WARC file still being written)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    needle = (key + " ").encode("utf-8")
+    lines = []
+    start = data.find(needle)
+    while start >= 0:
+        if start == 0 or data[start - 1 : start] == b"\n":
+            end = data.find(b"\n", start)
+            lines.append(data[start : end if end >= 0 else len(data)])
+        start = data.find(needle, start + 1)
+    return _captures_of(key, lines)
+
+
+def captures_in_sorted_lines(path: Path, key: str) -> list[Capture]:
+    """The lines of `key` in a sorted CDXJ file, found by binary search over its bytes."""
+    wanted = (key + " ").encode("utf-8")
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            low, high = 0, size
+            while low < high:  # the first line start at or after `middle` whose key >= wanted
+                middle = (low + high) // 2
+                line_start, line = _line_after(handle, middle)
+                if line is None or line[: len(wanted)] >= wanted:
+                    high = middle
+                else:
+                    low = line_start + len(line)
+            handle.seek(_line_after(handle, low)[0])
+            lines = []
+            for line in handle:
+                if not line.startswith(wanted):
+                    break
+                lines.append(line)
+    except OSError:
+        return []
+    return _captures_of(key, lines)
+
+
+def _line_after(handle: BinaryIO, offset: int) -> tuple[int, bytes | None]:
+    """(start, bytes) of the first line starting at or after `offset` (None past the end)."""
+    if offset == 0:
+        handle.seek(0)
+    else:
+        handle.seek(offset - 1)
+        handle.readline()  # the rest of the line `offset` falls in (or just its newline)
+    start = handle.tell()
+    line = handle.readline()
+    return start, line or None

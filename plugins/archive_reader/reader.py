@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +27,16 @@ from pathlib import Path
 from archiver.api import ArchiveError, Decoded, decode_content, find_header, warc_folder
 
 from .capture import Capture, parse_status
-from .cdxj import WARC_SUFFIXES, Report, cdxj_path_for, index_warc, read_cdxj
+from .cdxj import (
+    WARC_SUFFIXES,
+    Report,
+    captures_in_open_lines,
+    captures_in_sorted_lines,
+    cdxj_path_for,
+    has_lines,
+    index_warc,
+    read_cdxj,
+)
 from .digests import digest_key
 from .members import DEFAULT_LIMITS, Member, ReadLimits, RecordError, parse_record, read_member
 from .payload import as_served
@@ -44,6 +54,10 @@ __all__ = [
 
 DEFAULT_CONTENT_CAP = DEFAULT_LIMITS.max_decoded_size
 _OPEN = ".open"
+_LINES = ".cdxj"
+_LINES_OPEN = ".cdxj.open"
+_WARC_WRITTEN = (".warc.gz", ".warc", ".warc.gz.open", ".warc.open")
+"""The WARC files a crawl or an import writes, whose captures `captures_in_files` finds."""
 
 
 def resolve_warc(folder: Path, name: str) -> Path:
@@ -245,6 +259,27 @@ class WarcArchive:
             if entry_key != key:
                 break
             found.append(self._all[position])
+        return found
+
+    def captures_in_files(self, url: str) -> list[Capture]:
+        """Every capture of `url` read from the CDXJ files themselves, for a few look-ups
+        without loading the whole index: by binary search in each sorted ``.cdxj`` file, by a
+        scan of the lines of a file still being written (``.cdxj.open``); only a WARC file
+        with no lines beside it (imported so) is looked up through the index."""
+        key = surt(url)
+        found: list[Capture] = []
+        try:
+            names = sorted(os.listdir(self.folder))
+        except OSError:
+            return []
+        for name in names:
+            path = self.folder / name
+            if name.endswith(_LINES_OPEN):
+                found += captures_in_open_lines(path, key)
+            elif name.endswith(_LINES):
+                found += captures_in_sorted_lines(path, key)
+            elif name.endswith(_WARC_WRITTEN) and not has_lines(path):
+                found += [c for c in self.captures(url) if c.filename == name]
         return found
 
     def captures_of_query_variants(self, url: str, limit: int) -> list[Capture]:
