@@ -39,6 +39,10 @@ class ArchiveLockedError(ArchiveError):
     """Another live process is writing this archive."""
 
 
+class FrontierUnreachable(ArchiveError):
+    """The frontier a crawl shares with other processes (a plugin's) cannot be reached."""
+
+
 class SeedError(ArchiverError):
     """No root URL could be fetched at all (DNS failure, refused connection, ...)."""
 

@@ -60,7 +60,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from archiver.archive import dump_toml
-from archiver.errors import ArchiveError, ConfigError, UsageError
+from archiver.errors import ArchiveError, ConfigError, FrontierUnreachable, UsageError
 from archiver.frontier import Counts, Frontier, Item
 from archiver.model import LinkKind
 from archiver.politeness import DEFAULT_DELAY
@@ -99,7 +99,7 @@ PER_PROCESS = frozenset(
 """Settings each process of a shared crawl chooses for itself; every other one is the crawl's."""
 
 
-class FrontierUnavailableError(ArchiveError):
+class FrontierUnavailableError(FrontierUnreachable):
     """The Redis server of a shared frontier cannot be reached (or stopped answering)."""
 
 
@@ -546,8 +546,8 @@ class RedisFrontier(Frontier):
             raise CrawlFinishedError(
                 f"crawl {self.crawl_id!r} at {redacted(self.url)} is finished ({counts.done} done,"
                 f" {counts.failed} failed): nothing left to fetch. Start a new crawl with another"
-                f" --crawl-id, or delete this one first: redis-cli --scan --pattern"
-                f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli del"
+                f" --crawl-id, or delete this one first: redis-cli -u {redacted(self.url)} --scan --pattern"
+                f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli -u {redacted(self.url)} del"
             )
         difference = first_difference(stored, self._config_text)
         if difference is not None:
