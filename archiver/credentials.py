@@ -59,11 +59,28 @@ def logged_in(config: Config) -> bool:
     )
 
 
+_DOCUMENT = re.compile(r"\.(?:html?|xhtml|md|rst|txt|pdf)$", re.IGNORECASE)
+_OTHER_WORDS = re.compile(r"[^\W\d_]+")
+
+
 def looks_like_logout(url: str) -> bool:
-    """Whether `url` reads like a sign-out link (logout, log-out, signoff, ... in path or query)."""
+    """Whether `url` reads like a sign-out link (logout, log-out, signoff, ... in path or query).
+
+    A path segment that is a document (``logout-views.html``) or a title's slug
+    (``why-signout-matters``: two words or more besides the sign-out word) is a page about
+    signing out, not a link that does it.
+    """
     parts = urlsplit(url)
-    pieces = (parts.path, parts.query)
+    pieces = [segment for segment in parts.path.split("/") if not _about_signing_out(segment)]
+    pieces.append(parts.query)
     return any(pattern.search(piece) for pattern in (_LOGOUT, _LOGOUT_CAMEL) for piece in pieces)
+
+
+def _about_signing_out(segment: str) -> bool:
+    if _DOCUMENT.search(segment):
+        return True
+    rest = _LOGOUT.sub(" ", segment)
+    return len(_OTHER_WORDS.findall(rest)) >= 2
 
 
 def logout_refusal(url: str, config: Config) -> str | None:
