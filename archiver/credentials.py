@@ -90,6 +90,11 @@ def logout_refusal(url: str, config: Config) -> str | None:
     return "logout: looks like a sign-out link of a crawl with credentials (--allow-logout follows it)"
 
 
+def _netrc_name() -> str:
+    """The netrc file as a message names it: the file NETRC names, else ``~/.netrc``."""
+    return os.environ.get("NETRC") or "~/.netrc"
+
+
 def _netrc_entry(host: str) -> tuple[str, str] | None:
     """(login, password) of `host`'s ``machine`` entry (tried with and without its port)."""
     path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
@@ -119,14 +124,15 @@ def authorization(host: str, settings: HostSettings) -> str | None:
         if not token:
             raise ConfigError(
                 f"no token for {host}: set {settings.token_env}"
-                f" or give a password in ~/.netrc's `machine {host}`"
+                f" or give a password in {_netrc_name()}'s `machine {host}`"
             )
         return f"Bearer {token}"
     if entry is None:
         login, password = os.environ.get(settings.login_env), os.environ.get(settings.password_env)
         if not login or password is None:
             raise ConfigError(
-                f"no credentials for {host}: add `machine {host} login NAME password SECRET` to ~/.netrc"
+                f"no credentials for {host}: add `machine {host} login NAME password SECRET`"
+                f" to {_netrc_name()}"
                 f" or set {settings.login_env} and {settings.password_env}"
             )
         entry = (login, password)
