@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.api import json_option
+from archiver.api import json_option, plural
 from archiver.archive import require_archive
 from archiver.errors import UsageError
 from archiver.terminal import echo, setup_logging
@@ -126,8 +126,8 @@ def add_commands(cli: click.Group) -> None:
 
 def headline(archive: Path, run: int, summary: Summary, export: Path | None = None) -> str:
     counts = (
-        f"{summary.checked} pages checked, {summary.complete} complete, "
-        f"{len(summary.missing_urls)} resources missing"
+        f"{plural(summary.checked, 'page')} checked, {summary.complete:,} complete, "
+        f"{plural(len(summary.missing_urls), 'resource')} missing"
     )
     if export is not None:
         held = len(summary.held_by_archive)
