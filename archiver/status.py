@@ -244,7 +244,9 @@ def describe(status: ArchiveStatus) -> str:
             lines[0] = f"{name}: resumable"  # the plain --resume would stop at once
             lines.append(f"  {remedy}")
     if status.frontier == "sqlite" and status.state != NEW:
-        lines.append("  " + ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING)))
+        lines.append(
+            "  " + ", ".join(f"{label} {n:,}" for label, n in count_rows(c, status.state == RUNNING))
+        )
     if status.hosts and status.state == RUNNING:
         lines.append("  hosts: " + describe_hosts(status.hosts))
     if status.stale_lock and status.holder is not None:

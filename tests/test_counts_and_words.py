@@ -25,7 +25,8 @@ def test_qa_counts_one_page_and_one_resource_in_the_singular() -> None:
 def test_the_queue_by_host_says_it_lists_only_some_of_them() -> None:
     hosts = [HostQueue(f"h{i}.example", 10 - i) for i in range(5)]
     lines = view_lines(QueueView(read=100, hosts=hosts, total_hosts=40), "A", 100)
-    assert lines[0] == "  queue by host: 40 hosts, the 5 with most queued"
+    assert lines[0] == "  queue by host: 40 hosts, the 5 with most to fetch"
+    assert lines[1] == "    h0.example: 10 to fetch"  # queued and in flight: not the count called queued
     one = view_lines(QueueView(read=3, hosts=hosts[:1], total_hosts=1), "A", 3)
     assert one[0] == "  queue by host: 1 host"
 
@@ -51,3 +52,11 @@ def test_warc_check_counts_one_file_in_the_singular(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "1 WARC file ok"
+
+
+def test_status_counts_read_as_the_queue_lines_do() -> None:
+    from archiver.model import Counts
+    from archiver.status import RESUMABLE, ArchiveStatus, describe
+
+    status = ArchiveStatus(Path("A"), RESUMABLE, Counts(done=12_345, queued=2_000, failed=1_001))
+    assert "  done 12,345, queued 2,000, failed 1,001" in describe(status).splitlines()
