@@ -28,7 +28,7 @@ from . import control, history
 from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
-from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, ProxyUnreachable, SeedError
+from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, ProxyFault, SeedError
 from .fetcher import (
     GuardedResolver,
     compare_with_stored,
@@ -595,8 +595,13 @@ class Crawler:
         except FetchError as exc:
             if exc.kind == "proxy":
                 command = f"archiver crawl --{'update' if self.crawl.mode == 'update' else 'resume'}"
-                raise ProxyUnreachable(
-                    f"{exc.message}: the crawl stopped; run `{command} {self.archive}` once it answers"
+                when = (
+                    "once it answers"
+                    if exc.message.startswith("cannot reach")
+                    else "with the proxy's login right (--proxy http://USER:PASSWORD@HOST:PORT)"
+                )
+                raise ProxyFault(
+                    f"{exc.message}: the crawl stopped; run `{command} {self.archive}` {when}"
                 ) from None
             raise
         self.identity.seen(page.headers)

@@ -65,9 +65,10 @@ RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
 address ("refused") is the same on every try."""
 
 
-class ProxyUnreachable(ArchiverError):
-    """The proxy every request goes through does not answer: every URL would fail alike, so the
-    crawl stops (resumable) instead of failing them one by one."""
+class ProxyFault(ArchiverError):
+    """The proxy every request goes through does not answer, or refuses the crawl's credentials
+    (407): every URL would fail alike, so the crawl stops (resumable) instead of failing them one
+    by one."""
 
     exit_code = 1
 
