@@ -29,7 +29,7 @@ from .archive import save_config
 from .config import Config
 from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
 from .credentials import stored_response_headers
-from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, LoginError, ProxyUnreachable, SeedError
+from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, LoginError, ProxyFault, SeedError
 from .fetcher import (
     GuardedResolver,
     compare_with_stored,
@@ -618,8 +618,13 @@ class Crawler:
         except FetchError as exc:
             if exc.kind == "proxy":
                 command = f"archiver crawl --{'update' if self.crawl.mode == 'update' else 'resume'}"
-                raise ProxyUnreachable(
-                    f"{exc.message}: the crawl stopped; run `{command} {self.archive}` once it answers"
+                when = (
+                    "once it answers"
+                    if exc.message.startswith("cannot reach")
+                    else "with the proxy's login right (--proxy http://USER:PASSWORD@HOST:PORT)"
+                )
+                raise ProxyFault(
+                    f"{exc.message}: the crawl stopped; run `{command} {self.archive}` {when}"
                 ) from None
             raise
         self.identity.seen(page.headers)

@@ -64,13 +64,27 @@ def logged_in(config: Config) -> bool:
     )
 
 
+_DOCUMENT = re.compile(r"\.(?:html?|xhtml|md|rst|txt|pdf)$", re.IGNORECASE)
+_OTHER_WORDS = re.compile(r"[^\W\d_]+")
+
+
 def _decoded_pieces(url: str) -> tuple[str, ...]:
-    """The path and query of `url` as the server reads them: every escape undone (``/%6Cogout``,
-    ``Log%20out``), escaped slashes and dot segments as slashes (``/x/..%2Flogout``), ``+`` in
-    the query as a space."""
+    """The path segments and query of `url` as the server reads them: every escape undone
+    (``/%6Cogout``, ``Log%20out``), escaped slashes and dot segments as slashes
+    (``/x/..%2Flogout``), ``+`` in the query as a space.  A segment that is a page about
+    signing out (`_about_signing_out`) is left out."""
     parts = urlsplit(url)
-    path = unquote(parts.path)
-    return (path, unquote_plus(parts.query), parts.path, parts.query)
+    segments = [segment for segment in unquote(parts.path).split("/") if not _about_signing_out(segment)]
+    return (*segments, unquote_plus(parts.query), parts.query)
+
+
+def _about_signing_out(segment: str) -> bool:
+    """A document (``logout-views.html``) or a title's slug (``why-signout-matters``: two words
+    or more besides the sign-out word): a page about signing out, not a link that does it."""
+    if _DOCUMENT.search(segment):
+        return True
+    rest = _LOGOUT.sub(" ", segment)
+    return len(_OTHER_WORDS.findall(rest)) >= 2
 
 
 def looks_like_logout(url: str) -> bool:
@@ -105,6 +119,11 @@ def logout_refusal(url: str, config: Config) -> str | None:
     return None
 
 
+def _netrc_name() -> str:
+    """The netrc file as a message names it: the file NETRC names, else ``~/.netrc``."""
+    return os.environ.get("NETRC") or "~/.netrc"
+
+
 def _netrc_entry(host: str) -> tuple[str, str] | None:
     """(login, password) of `host`'s ``machine`` entry (tried with and without its port)."""
     path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
@@ -134,14 +153,15 @@ def authorization(host: str, settings: HostSettings) -> str | None:
         if not token:
             raise ConfigError(
                 f"no token for {host}: set {settings.token_env}"
-                f" or give a password in ~/.netrc's `machine {host}`"
+                f" or give a password in {_netrc_name()}'s `machine {host}`"
             )
         return f"Bearer {token}"
     if entry is None:
         login, password = os.environ.get(settings.login_env), os.environ.get(settings.password_env)
         if not login or password is None:
             raise ConfigError(
-                f"no credentials for {host}: add `machine {host} login NAME password SECRET` to ~/.netrc"
+                f"no credentials for {host}: add `machine {host} login NAME password SECRET`"
+                f" to {_netrc_name()}"
                 f" or set {settings.login_env} and {settings.password_env}"
             )
         entry = (login, password)

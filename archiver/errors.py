@@ -52,6 +52,10 @@ class ArchiveLockedError(ArchiveError):
     """Another live process is writing this archive."""
 
 
+class FrontierUnreachable(ArchiveError):
+    """The frontier a crawl shares with other processes (a plugin's) cannot be reached."""
+
+
 class SeedError(ArchiverError):
     """No root URL could be fetched at all (DNS failure, refused connection, ...)."""
 
@@ -80,9 +84,10 @@ RETRYABLE_KINDS = frozenset({"network", "timeout", "dns", "disconnect"})
 address ("refused") is the same on every try."""
 
 
-class ProxyUnreachable(ArchiverError):
-    """The proxy every request goes through does not answer: every URL would fail alike, so the
-    crawl stops (resumable) instead of failing them one by one."""
+class ProxyFault(ArchiverError):
+    """The proxy every request goes through does not answer, or refuses the crawl's credentials
+    (407): every URL would fail alike, so the crawl stops (resumable) instead of failing them one
+    by one."""
 
     exit_code = 1
 

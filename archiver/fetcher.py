@@ -204,6 +204,9 @@ def _failure_kind(exc: BaseException) -> str:
         return "certificate"
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
         return "proxy"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        # wrong or missing credentials fail every request alike; a refusal of one site does not
+        return "proxy" if exc.status == 407 else "refused"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return "dns"
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
@@ -223,9 +226,12 @@ def _describe(exc: BaseException, proxy: str | None) -> str:
         if isinstance(refusal, ssl.SSLCertVerificationError):
             return certificate_problem(refusal, exc.host)
         return f"TLS certificate of {exc.host} refused: {refusal}"
+    shown = str(URL(proxy).with_user(None)) if proxy else "the proxy"
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
-        shown = str(URL(proxy).with_user(None)) if proxy else "the proxy"
         return f"cannot reach the proxy {shown}: {_os_reason(exc.os_error)}"
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        # its text would name the proxy's URL, credentials included
+        return f"the proxy {shown} refused the tunnel (CONNECT): HTTP {exc.status} {exc.message}".rstrip()
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
         return f"TLS handshake failed: {_os_reason(exc.os_error)}"
     if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, AddressRefused):

@@ -81,6 +81,12 @@ def make_plugin_manager(
     for module_name in modules:
         if pm.is_blocked(module_name) or pm.has_plugin(module_name):
             continue
+        if module_name.endswith(".py"):
+            file = os.path.basename(module_name)
+            raise ConfigError(
+                f"cannot load plugin {module_name!r}: --plugin takes a module's name, not its file:"
+                f" --plugin {file.removesuffix('.py')} (run from the folder that holds {file})"
+            )
         try:
             module = _import_plugin(module_name)
         except ImportError as exc:

@@ -198,7 +198,9 @@ async def _redraw(
                 # the pages are archived; a plugin still works (``crawl_finished``) and says on what
                 waiting = {k.split(".", 1)[0]: v for k, v in crawl.stats.items() if k.endswith(".pending")}
                 if stage is None:
-                    name = next((k for k, v in waiting.items() if v), "plugins")
+                    # the plugin with pages left, else the one that had some as it began
+                    began = (k.split(".", 1)[0] for k, n in crawl.pending_at_end.items() if n)
+                    name = next((k for k, v in waiting.items() if v), next(began, "plugins"))
                     at_end = crawl.pending_at_end.get(f"{name}.pending", 0)
                     # the count the plugin took as it began: the summary's "caught up" is
                     # counted from it too

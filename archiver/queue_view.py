@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .units import plural
 from .urls import site_of
 
 SAMPLE = 50_000
@@ -137,9 +138,11 @@ def view_lines(view: QueueView, archive: str, queued: int) -> list[str]:
     if not view.read:
         return lines
     sampled = f" (the first {view.read:,} read)" if view.read < queued else ""
-    lines.append(f"  queue by host{sampled}: {view.total_hosts:,} hosts")
+    shown = f", the {len(view.hosts):,} with most to fetch" if len(view.hosts) < view.total_hosts else ""
+    lines.append(f"  queue by host{sampled}: {plural(view.total_hosts, 'host')}{shown}")
     for host in view.hosts:
-        lines.append(f"    {host.host}: {host.queued:,} queued")
+        # queued and in flight alike: the counts above give them apart
+        lines.append(f"    {host.host}: {host.queued:,} to fetch")
         for pattern in host.patterns:
             share = pattern.count / host.queued
             lines.append(f"      {pattern.template}  {pattern.count:,} ({share:.0%})")

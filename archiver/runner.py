@@ -13,6 +13,7 @@ import importlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -27,11 +28,19 @@ from .archive import prepare_archive
 from .config import Config
 from .crawler import GRACE_SECONDS, Crawler
 from .crawllog import build_report
-from .errors import ArchiveError, ArchiverError, ConfigError, UsageError, exhausted, exhausted_message
+from .errors import (
+    ArchiveError,
+    ArchiverError,
+    ConfigError,
+    FrontierUnreachable,
+    UsageError,
+    exhausted,
+    exhausted_message,
+)
 from .frontier import Frontier, MemoryFrontier
 from .frontier_sqlite import SqliteFrontier
 from .history import Mode
-from .layout import CRAWL_LOG_NAME, REPORT_NAME, STATE_NAME
+from .layout import CONFIG_NAME, CRAWL_LOG_NAME, LOCK_NAME, REPORT_NAME, STATE_NAME
 from .lock import ArchiveLock
 from .manager import Hooks, make_plugin_manager
 from .model import Crawl
@@ -63,37 +72,75 @@ async def run_crawl(
     """
     hooks = Hooks(pm)
     hooks.configure(config)
-    with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
-        archive = prepare_archive(config)
-        crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive, requisites)
-        crawler.crawl.mode = mode
-        loop = asyncio.get_running_loop()
-        loop.set_exception_handler(_quiet_when_exhausted)
-        installed = []
-        if install_signals and threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
+    created = bool(config.output) and _missing(Path(config.output))
+    try:
+        with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
+            return await _run_in_archive(config, hooks, install_signals, show_progress, mode, requisites)
+    except (ConfigError, FrontierUnreachable):
+        if created:
+            _remove_if_unstarted(Path(config.output))
+        raise
 
-                def on_signal(signum: int = signum) -> None:
-                    again, crawler.crawl.signal = crawler.crawl.interrupted, signum
-                    _tell(
-                        "second interrupt: cancelling the fetches in flight"
-                        if again
-                        else f"stopping: finishing in-flight fetches (up to {GRACE_SECONDS:.0f} s)"
-                    )
-                    crawler.stop(force=again)
 
-                loop.add_signal_handler(signum, on_signal)
-                installed.append(signum)
-        bar = asyncio.create_task(_progress(crawler)) if show_progress else None
-        try:
-            return await crawler.run()
-        finally:
-            if bar is not None:
-                bar.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await bar
-            for signum in installed:
-                loop.remove_signal_handler(signum)
+def _missing(path: Path) -> bool:
+    return not path.exists()
+
+
+_SETUP_FILES = frozenset({CONFIG_NAME, LOCK_NAME})
+"""What a folder holds when its crawl failed before it began (a bad setting of a plugin, its
+frontier unreachable); a worker that joined a finished shared crawl keeps its folder, which
+`merge` takes."""
+
+
+def _remove_if_unstarted(archive: Path) -> None:
+    """Remove the folder a crawl that never began just made, so that nothing calls it an archive
+    (`status` took one whose shared frontier was never reached for a worker of that crawl)."""
+    try:
+        if archive.is_dir() and {entry.name for entry in archive.iterdir()} <= _SETUP_FILES:
+            shutil.rmtree(archive)
+    except OSError as exc:
+        log.debug("left %s: %s", archive, exc)
+
+
+async def _run_in_archive(
+    config: Config,
+    hooks: Hooks,
+    install_signals: bool,
+    show_progress: bool,
+    mode: Mode,
+    requisites: Sequence[tuple[str, str]] | None,
+) -> Crawl:
+    """The crawl of `run_crawl` once its archive is locked."""
+    archive = prepare_archive(config)
+    crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive, requisites)
+    crawler.crawl.mode = mode
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_quiet_when_exhausted)
+    installed = []
+    if install_signals and threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+
+            def on_signal(signum: int = signum) -> None:
+                again, crawler.crawl.signal = crawler.crawl.interrupted, signum
+                _tell(
+                    "second interrupt: cancelling the fetches in flight"
+                    if again
+                    else f"stopping: finishing in-flight fetches (up to {GRACE_SECONDS:.0f} s)"
+                )
+                crawler.stop(force=again)
+
+            loop.add_signal_handler(signum, on_signal)
+            installed.append(signum)
+    bar = asyncio.create_task(_progress(crawler)) if show_progress else None
+    try:
+        return await crawler.run()
+    finally:
+        if bar is not None:
+            bar.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await bar
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 def _first_archiver_error(group: BaseExceptionGroup[Any]) -> ArchiverError | None:

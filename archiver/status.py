@@ -265,7 +265,7 @@ def describe(status: ArchiveStatus) -> str:
             lines[0] = f"{name}: resumable"  # the plain --resume would stop at once
             lines.append(f"  {remedy}")
     if status.frontier == "sqlite" and status.state != NEW:
-        counted = ", ".join(f"{label} {n}" for label, n in count_rows(c, status.state == RUNNING))
+        counted = ", ".join(f"{label} {n:,}" for label, n in count_rows(c, status.state == RUNNING))
         lines.append(f"  {status.counted}: {counted}" if status.counted else f"  {counted}")
     if status.hosts and status.state == RUNNING:
         lines.append("  hosts: " + describe_hosts(status.hosts))

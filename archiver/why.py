@@ -19,6 +19,7 @@ from .config import Config
 from .errors import FetchError
 from .layout import CRAWL_LOG_NAME
 from .model import LinkKind, Page
+from .units import size
 
 if TYPE_CHECKING:
     from .robots import RobotsEntry
@@ -172,7 +173,9 @@ def describe_log(record: dict[str, Any]) -> str:
         return f"failed after {record.get('tries')} tries: {record.get('error')}"
     if outcome == "robots":
         return f"robots.txt fetch, HTTP {record.get('status')}: {record.get('reason')}"
-    text = f"fetched: HTTP {record.get('status')}, {record.get('bytes')} bytes, depth {record.get('depth')}"
+    received = record.get("bytes")
+    shown = size(received) if isinstance(received, int) else f"{received} bytes"
+    text = f"fetched: HTTP {record.get('status')}, {shown}, depth {record.get('depth')}"
     if record.get("next_url"):
         text += f", redirect to {record['next_url']}"
     if record.get("reason"):
@@ -224,6 +227,21 @@ async def live_robots(config: Config, urls: list[str]) -> dict[str, RobotsEntry]
         return dict(cache.entries)
 
 
+def dry_run_header(config: Config) -> str:
+    """The settings a dry run states before judging the roots."""
+    delay = "auto (robots.txt Crawl-delay, else 0.25 s)" if config.delay < 0 else f"{config.delay:g} s"
+    return "\n".join(
+        [
+            f"Dry run: nothing fetched but robots.txt, nothing written (archive would be {config.output}).",
+            f"Politeness: {config.per_host_concurrency} requests at once per host, delay {delay},"
+            f" robots.txt {'obeyed' if config.robots else 'ignored'}, user agent {config.user_agent!r}.",
+            f"Limits: depth {config.max_depth}, pages {config.max_pages or 'unlimited'},"
+            f" per host {config.max_pages_per_host or 'unlimited'}, body {size(config.max_body_size)},"
+            f" timeout {config.timeout:g} s.",
+        ]
+    )
+
+
 def dry_run(config: Config) -> tuple[str, list[str]]:
     """What a crawl with `config` would do with its roots, without writing anything; and the
     roots whose host did not answer (a crawl now would fail on them)."""
@@ -233,16 +251,7 @@ def dry_run(config: Config) -> tuple[str, list[str]]:
 
     roots = [url for url in (clean_url(r) for r in config.roots) if url is not None]
     robots = asyncio.run(live_robots(config, roots)) if config.robots else None
-    delay = "auto (robots.txt Crawl-delay, else 0.25 s)" if config.delay < 0 else f"{config.delay:g} s"
-    lines = [
-        f"Dry run: nothing fetched but robots.txt, nothing written (archive would be {config.output}).",
-        f"Politeness: {config.per_host_concurrency} requests at once per host, delay {delay},"
-        f" robots.txt {'obeyed' if config.robots else 'ignored'}, user agent {config.user_agent!r}.",
-        f"Limits: depth {config.max_depth}, pages {config.max_pages or 'unlimited'},"
-        f" per host {config.max_pages_per_host or 'unlimited'}, body {config.max_body_size} bytes,"
-        f" timeout {config.timeout:g} s.",
-        "",
-    ]
+    lines = [dry_run_header(config), ""]
     unreachable = []
     for root in config.roots:
         explanation = explain(root, config, robots)

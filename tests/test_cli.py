@@ -87,7 +87,9 @@ async def test_crawl_json(site: Site, tmp_path: Path, capsys: pytest.CaptureFixt
             "'example.org' is not an http(s) URL; did you mean https://example.org/?",
         ),
         (["crawl", "example.org/docs?a=1", "-o", "X"], 2, "did you mean https://example.org/docs?a=1?"),
-        (["crawl", "localhost:8000", "-o", "X"], 2, "did you mean https://localhost:8000/?"),
+        # a local server, reached over http as curl and wget do
+        (["crawl", "localhost:8000", "-o", "X"], 2, "did you mean http://localhost:8000/?"),
+        (["crawl", "127.0.0.1:8000/docs", "-o", "X"], 2, "did you mean http://127.0.0.1:8000/docs?"),
         (["crawl", "-o", "X"], 2, "give at least one URL"),
         (["crawl", "http://127.0.0.1:9/", "-o", "X", "--max-tasks", "0"], 2, "max_tasks: must be at least 1"),
         (
@@ -200,3 +202,44 @@ async def test_plugin_options_before_the_command_count(site: Site, tmp_path: Pat
     assert (archive / "warc").is_dir()
     assert not (archive / "index").exists()
     assert site.hits["/sitemap.xml"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (
+            ["--plugin", "hello_plugin.py", "plugins"],
+            {},
+            "archiver: error: cannot load plugin 'hello_plugin.py': --plugin takes a module's name, not"
+            " its file: --plugin hello_plugin (run from the folder that holds hello_plugin.py)",
+        ),
+        (
+            ["crawl", "http://127.0.0.1:9/", "-o", "a", "--auth", "127.0.0.1:9"],
+            {"NETRC": "{tmp}/team-netrc"},
+            "archiver: error: no credentials for 127.0.0.1:9: add `machine 127.0.0.1:9 login NAME"
+            " password SECRET` to {tmp}/team-netrc or set ARCHIVER_LOGIN and ARCHIVER_PASSWORD",
+        ),
+        (
+            ["crawl", "http://127.0.0.1:9/", "-o", "a", "--browser"],
+            {"CHROMIUM": "no-such-chromium"},
+            "archiver: error: the CHROMIUM variable: 'no-such-chromium' is not an executable",
+        ),
+    ],
+    ids=["plugin-file", "netrc", "chromium"],
+)
+def test_hints_name_what_the_user_gave(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    (tmp_path / "hello_plugin.py").write_text("")
+    given = {name: value.format(tmp=tmp_path) for name, value in env.items()}
+    environment = {k: v for k, v in os.environ.items() if k not in ("ARCHIVER_LOGIN", "ARCHIVER_PASSWORD")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "archiver", *args],
+        cwd=tmp_path,
+        env={**environment, **given},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == message.format(tmp=tmp_path) + "\n"

@@ -352,6 +352,8 @@ async def test_merge_gives_one_archive_for_search_and_export(
     shared = ["--frontier", redis_server.url, "--crawl-id", "merge", *CRAWLERS]
     code, out = await run(["crawl", site.url("/"), "-o", str(tmp_path / "again"), "-c", str(config), *shared])
     assert code == 2 and "crawl 'merge'" in out and "is finished" in out and "Traceback" not in out, out
+    cleanup = f"redis-cli -u {redis_server.url} --scan --pattern 'archiver:{{merge}}:*'"
+    assert f"{cleanup} | xargs redis-cli -u {redis_server.url} del" in out, out  # the crawl's Redis
     code, out = await run(["worker", "-o", str(tmp_path / "late"), *shared])
     assert code == 0 and "is finished" in out, out
     assert not site.hits
@@ -502,3 +504,34 @@ def test_a_shared_crawl_saved_before_the_move(
     report = json.loads((merged / "report.json").read_text())
     assert report["shared"]["crawl_id"] == "old" and report["shared"]["complete"] is True
     assert (report["pages"], report["failed"]) == (5, 1)
+
+
+@pytest.mark.parametrize(
+    ("shared", "code", "said"),
+    [
+        ([], 2, "a Redis frontier needs --crawl-id NAME"),
+        (["--crawl-id", "nowhere"], 1, "cannot reach the Redis frontier at redis://127.0.0.1:"),
+    ],
+    ids=["no-crawl-id", "unreachable"],
+)
+async def test_a_shared_crawl_that_never_began_leaves_no_folder(
+    tmp_path: Path, shared: list[str], code: int, said: str
+) -> None:
+    """A folder left by a start that failed would be called a worker of crawl '' by `status`."""
+    from tls_site import closed_port
+
+    archive = tmp_path / "a"
+    frontier = f"redis://127.0.0.1:{closed_port()}/0"
+    args = ["crawl", "http://127.0.0.1:9/", "-o", archive, "--frontier", frontier, *shared, *CRAWLERS]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        *map(str, args),
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "ARCHIVER_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == code, err
+    assert said in err.decode() and err.decode().count("\n") == 1
+    assert not archive.exists()

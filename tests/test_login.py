@@ -363,6 +363,25 @@ async def test_a_session_cookie_given_as_a_header(site: Site, tmp_path: Path) ->
     assert "/login" not in seen.paths() and "/logout" not in seen.paths()
 
 
+async def test_pages_about_signing_out_are_followed_and_sign_out_links_are_not(
+    site: Site, tmp_path: Path
+) -> None:
+    """A page that only mentions sign-out in its name (a document, a title's slug) is content."""
+    about = [
+        "/docs/topics/auth/logout-views.html",
+        "/blog/why-signout-matters",
+        "/help/sign-out-and-session-faq",
+    ]
+    actions = ["/logout", "/users/sign_out", "/user/logout.php", "/account/doLogout", "/logout-confirm"]
+    site.page("/", links=[*about, *actions])
+    for path in (*about, *actions):
+        site.page(path, "a page")
+    jar = cookies_txt(tmp_path / "cookies.txt", f"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{SID}")
+    crawl = await warc_crawl(tmp_path, site.url("/"), cookies_file=str(jar))
+    assert {path for path in site.hits if path != "/"} == set(about)
+    assert crawl.stats["skipped_logout"] == len(actions)
+
+
 async def test_allow_logout_follows_the_sign_out_link_and_without_credentials_it_is_a_link(
     site: Site, tmp_path: Path
 ) -> None:

@@ -123,7 +123,7 @@ async def test_a_patch_killed_resumes_and_fetches_nothing_twice(
     site.page("/data.json", json.dumps({"text": TEXT}), content_type="application/json")
     code, output = await archiver("qa", str(archive), "--patch")
     assert code == 0, output
-    assert "1 pages checked, 1 complete, 0 resources missing" in output
+    assert "1 page checked, 1 complete, 0 resources missing" in output
     for path in HIDDEN:
         expected = 2 if path == "/data.json" else 1  # in flight when killed: fetched again
         assert site.hits[path] == expected, (path, dict(site.hits))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from terminal import run_on_terminal, screen_lines
-from tls_site import Certificates, closed_port, connect_proxy, tls_site
+from tls_site import Certificates, closed_port, connect_proxy, refusing_proxy, tls_site
 from warcio.archiveiterator import ArchiveIterator
 
 pytestmark = pytest.mark.timeout(60)
@@ -174,3 +174,17 @@ def test_an_unreachable_proxy_reads_as_one_line_on_a_terminal(tmp_path: Path) ->
     lines = screen_lines(output)
     assert f"archiver: error: cannot reach the proxy http://127.0.0.1:{port}: connection refused" in lines[-1]
     assert "unreachable" not in output and "tries" not in output
+
+
+def test_a_proxy_refusing_its_login_stops_the_crawl_without_showing_the_password(tmp_path: Path) -> None:
+    with refusing_proxy() as url:
+        proxy = url.replace("http://", "http://agent:hunter2@")
+        code, _, err = crawl("https://127.0.0.1:9/", tmp_path / "a", "-q", "--proxy", proxy)
+    assert code == 1, err
+    assert err == (
+        f"archiver: error: the proxy {url} refused the tunnel (CONNECT): HTTP 407 Proxy Authentication"
+        f" Required: the crawl stopped; run `archiver crawl --resume {tmp_path / 'a'}` with the proxy's"
+        " login right (--proxy http://USER:PASSWORD@HOST:PORT)\n"
+    )
+    logged = (tmp_path / "a" / "crawl-log.jsonl").read_text() if (tmp_path / "a").exists() else ""
+    assert "hunter2" not in err + logged

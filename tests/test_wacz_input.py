@@ -63,7 +63,7 @@ async def test_warc_check_checks_the_warc_files_inside_a_wacz(wacz: Path) -> Non
     code, out, err = archiver("warc", "check", wacz)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[-1] == "1 WARC file(s) ok"
+    assert lines[-1] == "1 WARC file ok"
     assert lines[0].startswith(f"ok {wacz}/archive/") and "archiver-wacz-" not in out
 
 
@@ -78,7 +78,7 @@ async def test_warc_check_names_a_fault_inside_a_wacz_by_the_wacz(wacz: Path, tm
     code, out, err = archiver("warc", "check", damaged)
     assert code == 1
     assert f"{damaged}/archive/" in out and "archiver-wacz-" not in out + err
-    assert err.startswith("archiver: error: 1 fault(s) in 1 of 1 WARC file(s)")
+    assert err.startswith("archiver: error: 1 fault in 1 of 1 WARC file")
 
 
 async def test_export_of_a_wacz_writes_its_pages(wacz: Path, site: Site, tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ async def test_check_and_ls_commands(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(warc_group, ["check", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "1 WARC file(s) ok" in result.output
+    assert "1 WARC file ok" in result.output
     listing = runner.invoke(warc_group, ["ls", str(tmp_path)])
     assert listing.exit_code == 0
     lines = listing.output.splitlines()

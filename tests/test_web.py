@@ -123,6 +123,8 @@ async def test_search_browse_history_and_status(site: Site, crawl_archive: Crawl
         status = await text_of(client, "/status")
         assert "finished" in status and "fetched" in status and site.url("/pears") in status
         assert "Last run" in status and "pages/s" in status
+        received = re.search(r"<dt>received</dt><dd>([^<]*)</dd>", status)  # decimal units, as the README
+        assert received is not None and re.fullmatch(r"\d+ B|\d+\.\d (kB|MB|GB)", received[1]), received
 
 
 async def test_status_keeps_the_figures_of_each_run_apart(site: Site, crawl_archive: CrawlFn) -> None:

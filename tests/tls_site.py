@@ -192,3 +192,25 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class _Refusal(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.settimeout(10)
+        self.request.recv(65536)
+        self.request.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+
+@contextmanager
+def refusing_proxy() -> Iterator[str]:
+    """A proxy that answers every request 407 (its credentials wrong); yields its URL."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Refusal)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

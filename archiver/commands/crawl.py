@@ -327,16 +327,25 @@ def _say_replaced_settings(config: Config) -> None:
 
 
 def _with_scheme(root: str) -> str | None:
-    """``https://example.org/`` for ``example.org`` (a host name without a scheme), else None."""
-    from ..urls import clean_url
+    """``https://example.org/`` for ``example.org`` (a host name without a scheme), and
+    ``http://127.0.0.1:8000/`` for an address or a name with a port (a local server, which curl
+    and wget reach over http as they do anything without a scheme); else None."""
+    from ..urls import clean_url, literal_address
 
     if "://" in root or root.startswith(("/", ".")) or not root.strip():
         return None
-    guess = "https://" + root.strip()
-    if "/" not in guess[len("https://") :]:
-        guess += "/"
-    host = guess[len("https://") :].split("/", 1)[0]
-    if clean_url(guess) is None or ("." not in host and not host.startswith("localhost")):
+    rest = root.strip()
+    if "/" not in rest:
+        rest += "/"
+    authority = rest.split("/", 1)[0]
+    if authority.startswith("["):
+        host, _, port = authority[1:].partition("]")
+    else:
+        host, _, port = authority.partition(":")
+    address = literal_address(host) is not None
+    local = bool(port) or address or host == "localhost"
+    guess = ("http://" if local else "https://") + rest
+    if clean_url(guess) is None or ("." not in host and not address and not host.startswith("localhost")):
         return None
     return guess
 

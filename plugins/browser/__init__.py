@@ -36,7 +36,8 @@ def find_chromium(settings: BrowserSettings) -> str:
     if wanted:
         found = shutil.which(wanted)
         if found is None:
-            raise ConfigError(f"[plugins.browser] chromium: {wanted!r} is not an executable")
+            given = "[plugins.browser] chromium" if settings.chromium else "the CHROMIUM variable"
+            raise ConfigError(f"{given}: {wanted!r} is not an executable")
         return found
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:

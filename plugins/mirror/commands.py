@@ -24,10 +24,20 @@ _SUFFIX_FORMATS = {".zip": "zip", ".wacz": "wacz", ".zim": "zim", ".epub": "epub
 _ONLY_FOR = {"main": ("zim",), "title": ("zim", "epub"), "language": ("zim", "epub"), "pages": ("epub",)}
 
 
+_NOT_WRITTEN = (".tar", ".tgz", ".gz", ".bz2", ".xz", ".zst", ".7z", ".rar")
+"""Names of packed files export does not write: given as DIR, they would name a folder."""
+
+
 def _format_for(output: Path, given: str | None) -> str:
     if given:
         return given
-    return _SUFFIX_FORMATS.get(output.suffix.lower(), "dir")
+    suffix = output.suffix.lower()
+    if suffix in _NOT_WRITTEN and not output.is_dir():
+        raise UsageError(
+            f"{output}: export writes a folder or a .zip, .wacz, .zim or .epub file, not a {suffix} file:"
+            f" pack the folder it writes yourself (or give --format dir for a folder named {output.name})"
+        )
+    return _SUFFIX_FORMATS.get(suffix, "dir")
 
 
 def add_commands(cli: click.Group) -> None:

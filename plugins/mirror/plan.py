@@ -13,11 +13,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
-from archiver.api import ArchiveError, UsageError, canonical_key
+from archiver.api import ArchiveError, UsageError, canonical_key, read_history
 
 from ..archive_reader.reader import Capture, WarcArchive
 from ..archive_reader.surt import surt
@@ -149,16 +150,35 @@ class Plan:
         return self.skipped.get(url)
 
 
-def _pick(captures: list[Capture], timestamp: str | None) -> Capture | None:
-    """The latest usable capture (or the nearest to `timestamp`); on a tie, the one
-    written last (captures come in archive order and the sort is stable)."""
+def _pick(captures: list[Capture], timestamp: str | None, before: str | None = None) -> Capture | None:
+    """The latest usable capture (or the nearest to `timestamp` of those made `before`, when
+    given); on a tie, the one written last (captures come in archive order and the sort is
+    stable)."""
     chosen = sorted((c for c in captures if usable(c)), key=lambda c: c.timestamp)
+    if before is not None:
+        chosen = [c for c in chosen if c.timestamp < before]
     if not chosen:
         return None
     if timestamp is None:
         return chosen[-1]
     wanted = _seconds(timestamp)
     return min(reversed(chosen), key=lambda c: abs(_seconds(c.timestamp) - wanted))
+
+
+_GONE = frozenset({404, 410})
+
+
+def _gone_since(captures: list[Capture], chosen: Capture | None, before: str | None) -> int | None:
+    """The 404 or 410 of a URL whose newest capture (made `before`, when given) says it is gone,
+    newer than `chosen`; else None.  A mirror updated after the page was removed drops it,
+    as `wget --mirror` would not find it."""
+    answered = [c for c in captures if c.status is not None and (before is None or c.timestamp < before)]
+    if not answered:
+        return None
+    newest = max(answered, key=lambda c: c.timestamp)
+    if newest.status not in _GONE or (chosen is not None and chosen.timestamp >= newest.timestamp):
+        return None
+    return newest.status
 
 
 def _seconds(timestamp: str) -> float:
@@ -181,8 +201,26 @@ def check_timestamp(timestamp: str) -> str:
     return timestamp
 
 
+def crawls_end(folder: Path, timestamp: str) -> str | None:
+    """When the crawl of `timestamp` ended: the 14-digit start of the crawl after it, in the
+    archive holding `folder`; None when it is the last (or there is no history).
+
+    The crawl of TIME is the last one started by then, or the first when TIME comes before
+    them all.  ``export --at TIME`` shows the site as it was then: a page first captured by a
+    later crawl did not exist yet, while the crawl of TIME counts whole (its pages are captured
+    over hours, some after TIME).
+    """
+    archive = folder.parent if folder.name == "warc" else folder
+    wanted = (timestamp + "0101000000"[max(len(timestamp) - 4, 0) :])[:14]
+    starts = [run.started.astimezone(UTC).strftime("%Y%m%d%H%M%S") for run in read_history(archive)]
+    later = [start for start in starts[1:] if start > wanted]
+    return later[0] if later else None
+
+
 def build_plan(archive: WarcArchive, timestamp: str | None = None) -> Plan:
-    """Choose a capture per URL (the latest, or the nearest to `timestamp`) and its file."""
+    """Choose a capture per URL (the latest, or the nearest to `timestamp` of those made before
+    the crawl after it, `crawls_end`) and its file."""
+    before = crawls_end(archive.folder, timestamp) if timestamp is not None else None
     groups: dict[str, list[Capture]] = {}
     for capture in archive.iter_captures():
         url = normalize(capture.url)
@@ -192,7 +230,13 @@ def build_plan(archive: WarcArchive, timestamp: str | None = None) -> Plan:
     skipped: dict[str, int] = {}
     errors: list[str] = []
     for url, captures in groups.items():
-        chosen = _pick(captures, timestamp)
+        chosen = _pick(captures, timestamp, before)
+        if chosen is None and before is not None and all(c.timestamp >= before for c in captures):
+            continue  # first captured after the crawl of `timestamp`: not there yet
+        gone = _gone_since(captures, chosen, before)
+        if gone is not None:
+            skipped[url] = gone  # an update found it 404/410: its file leaves the mirror too
+            continue
         if chosen is None:
             statuses = [c.status for c in sorted(captures, key=lambda c: c.timestamp) if c.status]
             if statuses:

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from archiver.api import QA_FOLDER, WARC_FOLDER, UsageError, echo, json_option, require_archive, setup_logging
+from archiver.api import (
+    QA_FOLDER,
+    WARC_FOLDER,
+    UsageError,
+    echo,
+    json_option,
+    plural,
+    require_archive,
+    setup_logging,
+)
 
 if TYPE_CHECKING:
     from .records import PageResult
@@ -123,8 +132,8 @@ def add_commands(cli: click.Group) -> None:
 
 def headline(archive: Path, run: int, summary: Summary, export: Path | None = None) -> str:
     counts = (
-        f"{summary.checked} pages checked, {summary.complete} complete, "
-        f"{len(summary.missing_urls)} resources missing"
+        f"{plural(summary.checked, 'page')} checked, {summary.complete:,} complete, "
+        f"{plural(len(summary.missing_urls), 'resource')} missing"
     )
     if export is not None:
         held = len(summary.held_by_archive)

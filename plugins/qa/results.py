@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from archiver.api import CONFIG_NAME, QA_FOLDER, STATE_NAME, read_counts, read_history
+from archiver.api import CONFIG_NAME, QA_FOLDER, STATE_NAME, plural, read_counts, read_history
 
 from .records import PageResult
 
@@ -256,8 +256,9 @@ def status_lines(archive: Path) -> Iterable[tuple[str, Any]] | None:
         return [*lines, ("last QA", f"run {last.number} started {last.started}, not finished")]
     s = last.summary
     found = (
-        f"run {last.number} at {last.finished}: {s.get('pages_checked', 0)} pages checked, "
-        f"{s.get('pages_complete', 0)} complete, {s.get('missing_resources', 0)} resources missing"
+        f"run {last.number} at {last.finished}: {plural(int(s.get('pages_checked', 0)), 'page')} checked, "
+        f"{int(s.get('pages_complete', 0)):,} complete,"
+        f" {plural(int(s.get('missing_resources', 0)), 'resource')} missing"
     )
     return [*lines, ("last QA", found)]
 

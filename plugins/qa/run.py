@@ -42,13 +42,25 @@ class Selection:
 
 
 def archived_pages(library: Library, selection: Selection) -> list[tuple[str, str]]:
-    """(url, timestamp) of the newest capture of each HTML page answered 200, sorted by URL."""
+    """(url, timestamp) of the newest capture of each HTML page answered 200, sorted by URL.
+
+    A newest capture that is a revisit (the same payload again) is the page as its original
+    was: it is checked when that original is an HTML page."""
     found: list[tuple[str, str]] = []
     for handle in library.handles:
         for entries in handle.catalog().urls.values():
             for entry in entries:
                 capture = entry.latest
-                if capture.mime not in HTML_TYPES or capture.status != 200:
+                mime = capture.mime
+                if capture.is_revisit and capture.status == 200:
+                    originals = [
+                        c
+                        for c in handle.captures(entry.url)
+                        if not c.is_revisit and c.status == 200 and c.timestamp <= capture.timestamp
+                    ]
+                    same = [c for c in originals if c.digest == capture.digest] or originals
+                    mime = max(same, key=lambda c: c.timestamp).mime if same else None
+                if mime not in HTML_TYPES or capture.status != 200:
                     continue
                 if not entry.url.startswith(("http://", "https://")):
                     continue

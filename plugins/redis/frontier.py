@@ -65,6 +65,7 @@ from archiver.api import (
     ConfigError,
     Counts,
     Frontier,
+    FrontierUnreachable,
     Item,
     LinkKind,
     UsageError,
@@ -105,7 +106,7 @@ PER_PROCESS = frozenset(
 """Settings each process of a shared crawl chooses for itself; every other one is the crawl's."""
 
 
-class FrontierUnavailableError(ArchiveError):
+class FrontierUnavailableError(FrontierUnreachable):
     """The Redis server of a shared frontier cannot be reached (or stopped answering)."""
 
 
@@ -552,8 +553,8 @@ class RedisFrontier(Frontier):
             raise CrawlFinishedError(
                 f"crawl {self.crawl_id!r} at {redacted(self.url)} is finished ({counts.done} done,"
                 f" {counts.failed} failed): nothing left to fetch. Start a new crawl with another"
-                f" --crawl-id, or delete this one first: redis-cli --scan --pattern"
-                f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli del"
+                f" --crawl-id, or delete this one first: redis-cli -u {redacted(self.url)} --scan --pattern"
+                f" 'archiver:{{{self.crawl_id}}}:*' | xargs redis-cli -u {redacted(self.url)} del"
             )
         difference = first_difference(stored, self._config_text)
         if difference is not None:

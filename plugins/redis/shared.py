@@ -161,7 +161,7 @@ def describe_shared(status: ArchiveStatus) -> None:
         lines.append(f"  {shared['error']}")
         return
     lines.append(
-        f"  whole crawl: done {c.done}, queued {c.queued}, failed {c.failed}, in flight {c.in_flight}"
+        f"  whole crawl: done {c.done:,}, queued {c.queued:,}, failed {c.failed:,}, in flight {c.in_flight:,}"
     )
     workers = shared.get("workers", [])
     lines.append(f"  workers alive: {len(workers)}" + "".join(f"\n    {w}" for w in workers))

@@ -1,6 +1,6 @@
 """The text of two captures of a page and the difference between them.
 
-Each capture's visible text (`visible_text`, what the search index reads) is cut into
+Each capture's visible text (`visible_text`: no markup, scripts or hidden elements) is cut into
 sentence-sized lines so that `difflib` can line them up.  Cost is bounded at each step:
 only the first `MAX_PARSED_BYTES` of a body are decoded and parsed, the text is capped at
 `MAX_TEXT_CHARS` and `MAX_LINES`, and the matcher works within `MATCH_BUDGET` (its

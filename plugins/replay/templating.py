@@ -14,6 +14,8 @@ from urllib.parse import quote, urlencode
 import jinja2
 from aiohttp import web
 
+from archiver.api import size
+
 from .library import Library
 from .replay import replay_path
 from .status import LogFollower
@@ -74,6 +76,7 @@ def make_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["ts"] = format_timestamp
+    env.filters["size"] = size  # decimal units, as every size archiver prints
     env.globals["replay_url"] = _replay_url
     env.globals["query"] = _query
     env.globals["quote"] = lambda value: quote(str(value), safe="")

@@ -129,9 +129,9 @@ def check(paths: tuple[Path, ...], truncate: bool, quiet: bool, as_json: bool) -
     if as_json:
         click.echo(json.dumps({"files": checked, "faults": faults, "damaged_files": damaged}, indent=2))
     if faults:
-        raise ArchiveError(f"{faults} fault(s) in {damaged} of {len(files)} WARC file(s)")
+        raise ArchiveError(f"{plural(faults, 'fault')} in {damaged:,} of {plural(len(files), 'WARC file')}")
     if not (quiet or as_json):
-        click.echo(f"{len(files)} WARC file(s) ok")
+        click.echo(f"{plural(len(files), 'WARC file')} ok")
 
 
 @warc_group.command("ls")
