@@ -29,6 +29,7 @@ from .errors import (
     ConfigError,
     FetchError,
     FrontierUnreachable,
+    LoginError,
     SeedError,
     UsageError,
     check_writable,
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
     from .commands import add_crawl_option, json_option, output_options, plugin_options
     from .config import SECTIONS, Config, current_tables, flatten_tables, load_config
     from .crawllog import build_report, status_class
-    from .credentials import unredacted_secrets
+    from .credentials import login_of, unredacted_secrets
     from .decode import Decoded, choose_encoding, decode_content, decode_stored, is_textual, known_codec
     from .frontier import Frontier, Item, Recovered
     from .history import CrawlRun, read_history
@@ -97,7 +98,7 @@ if TYPE_CHECKING:
         count_rows,
         with_queue,
     )
-    from .terminal import echo, printable, setup_logging
+    from .terminal import echo, note, printable, setup_logging
     from .urls import canonical_key, site_of
 
 __all__ = [
@@ -145,6 +146,7 @@ __all__ = [
     "Item",
     "Link",
     "LinkKind",
+    "LoginError",
     "Page",
     "Recovered",
     "SeedError",
@@ -178,8 +180,10 @@ __all__ = [
     "known_codec",
     "lazy_attributes",
     "load_config",
+    "login_of",
     "loop_factory",
     "make_plugin_manager",
+    "note",
     "output_options",
     "parse_settings",
     "patterns_problem",
@@ -222,6 +226,7 @@ _LAZY = {
     "build_report": ".crawllog",
     "status_class": ".crawllog",
     "unredacted_secrets": ".credentials",
+    "login_of": ".credentials",
     "Decoded": ".decode",
     "choose_encoding": ".decode",
     "decode_content": ".decode",
@@ -257,6 +262,7 @@ _LAZY = {
     "with_queue": ".status",
     "echo": ".terminal",
     "printable": ".terminal",
+    "note": ".terminal",
     "setup_logging": ".terminal",
     "canonical_key": ".urls",
     "site_of": ".urls",

@@ -143,6 +143,23 @@ def _netrc_entry(host: str) -> tuple[str, str] | None:
     return None
 
 
+def login_of(
+    host: str, login_env: str = "ARCHIVER_LOGIN", password_env: str = "ARCHIVER_PASSWORD"
+) -> tuple[str, str]:
+    """(login, password) for `host`: ~/.netrc's ``machine`` entry, else the two variables;
+    ConfigError naming both places when neither has them (a form login's credentials)."""
+    entry = _netrc_entry(host)
+    if entry is not None:
+        return entry
+    login, password = os.environ.get(login_env), os.environ.get(password_env)
+    if not login or password is None:
+        raise ConfigError(
+            f"no credentials for {host}: add `machine {host} login NAME password SECRET` to ~/.netrc"
+            f" or set {login_env} and {password_env}"
+        )
+    return login, password
+
+
 def authorization(host: str, settings: HostSettings) -> str | None:
     """The Authorization header value for `host`; ConfigError when no credentials are found."""
     if not settings.auth:

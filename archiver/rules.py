@@ -49,8 +49,17 @@ class Rule:
     marks: tuple[str, ...] = ()
 
 
+_KIND_OF_WORDING = {"no include pattern": "include", "not an absolute": "scheme", "URL longer than": "length"}
+"""Refusals whose first word does not name their rule, and the name the summary gives them."""
+
+
 def reason_kind(reason: str) -> str:
-    """The first word of a refusal: its counter (`skipped_host`) and its rule's mark."""
+    """The rule a refusal comes from, as its counter (`skipped_host`), its rule's mark and the
+    crawl summary name it: the first word (``exclude pattern ...``), or for a refusal worded
+    otherwise (``no include pattern matches``) its rule's name (``include``)."""
+    for wording, kind in _KIND_OF_WORDING.items():
+        if reason.startswith(wording):
+            return kind
     return reason.split(" ", 1)[0].rstrip(":")
 
 

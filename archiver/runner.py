@@ -249,7 +249,7 @@ def crawl_and_report(
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when it is installed (`pip install site-archiver[speed]`), else asyncio's.
+    """uvloop's event loop when it is installed (the `speed` extra), else asyncio's.
 
     uvloop does the loop's own work (polling, timers, socket writes) in C: the crawl
     spends less CPU per page.  ARCHIVER_LOOP=asyncio forces the standard loop (to compare,

@@ -126,12 +126,10 @@ def _robots_note(url: str, robots: dict[str, RobotsEntry] | None) -> str:
 
 
 def _verdict(url: str, steps: list[Step], logged: dict[str, Any] | None) -> Explanation:
-    from .rules import reason_kind
-
     failed = next((s for s in steps if not s.passed), None)
     if failed is not None:
         # "depth 3 > max_depth 2" names its rule already; "host: host ..." would say it twice
-        named = reason_kind(failed.detail) == failed.rule
+        named = failed.detail.split(" ", 1)[0].rstrip(":") == failed.rule
         said = failed.detail if named else f"{failed.rule}: {failed.detail}"
         return Explanation(url, False, said, steps, logged)
     if logged is not None and logged.get("outcome") == "skipped":

@@ -11,7 +11,9 @@ import pytest
 from aiohttp import web
 
 from archiver import Crawl, FetchError, Link, LinkKind, Page, hookimpl
+from archiver.crawllog import build_report
 from archiver.errors import SeedError
+from archiver.runner import human_summary
 from archiver.testing import CrawlFn, Site
 
 
@@ -133,7 +135,9 @@ async def test_include_narrows_pages_not_their_requisites(site: Site, crawl_arch
     site.page("/img/a.png", "png", content_type="image/png")
     crawl = await crawl_archive(site.url("/docs/"), include=("/docs/",), exclude=("a\\.png$",))
     assert set(site.hits) == {"/docs/", "/docs/next", "/_static/pygments.css", "/_static/base.css"}
-    assert crawl.stats["skipped_no"] == 1 and crawl.stats["skipped_exclude"] == 1
+    assert crawl.stats["skipped_include"] == 1 and crawl.stats["skipped_exclude"] == 1
+    summary = human_summary(build_report(crawl))
+    assert "Skipped: " in summary and "include 1" in summary and "no 1" not in summary, summary
 
 
 async def test_several_roots(site: Site, other_site: Site, crawl_archive: CrawlFn) -> None:

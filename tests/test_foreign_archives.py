@@ -196,6 +196,8 @@ async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) ->
     try:
         assert process.stdout is not None and process.stderr is not None
         unpacked = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        indexed = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        assert indexed.startswith(f"Indexed {arc} into ") and "for search" in indexed, indexed
         line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
         served = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
         assert served, line
@@ -208,6 +210,10 @@ async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) ->
                 assert page.status == 200 and "fulmar" in await page.text()
             async with session.get(served.group(1) + "replay/20010101000001id_/http://old.test/") as page:
                 assert page.status == 200 and "albatross" in await page.text()
+            async with session.get(served.group(1) + "search?q=albatross") as found:  # the bare ARC file
+                text = await found.text()
+                assert found.status == 200 and "http://old.test/" in text, text
+                assert "has no search index" not in text
     finally:
         process.send_signal(signal.SIGTERM)
         _out, err = await asyncio.wait_for(process.communicate(), 30)
@@ -216,6 +222,7 @@ async def test_serve_takes_a_wacz_and_an_arc_file_as_they_are(tmp_path: Path) ->
     assert folder, unpacked
     gone = not await asyncio.to_thread(Path(folder.group(1)).exists)
     assert gone  # the unpacked copy is removed with the server
+    assert arc.is_file()  # linked there, never moved
 
 
 def test_an_arc_record_whose_url_has_spaces_is_read(tmp_path: Path) -> None:

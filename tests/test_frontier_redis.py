@@ -168,14 +168,14 @@ def test_crawl_id_is_required() -> None:
 def test_without_the_redis_client_the_error_says_what_to_install(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "redis", None)  # as if `pip install site-archiver` without [redis]
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if installed without the redis extra
     args = ["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a"), "--crawl-id", "c", "-q"]
     code = main([*args, "--frontier", "redis://127.0.0.1:1/0", "--plugin", "archiver_plugins.redis"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert err == [
         "archiver: error: a Redis frontier needs the redis client, which is not installed:"
-        " pip install 'site-archiver[redis]'"
+        " pip install 'redis>=5.0' (the redis extra)"
     ]
 
 

@@ -327,6 +327,114 @@ async def test_expect_text_stops_a_crawl_that_is_not_logged_in(site: Site, tmp_p
     assert fetched_ok(archive) >= {site.url(path) for path in MEMBER_PAGES}
 
 
+def form_login_site(site: Site, seen: Seen) -> None:
+    """A login form with a CSRF token tied to a pre-login cookie, as Django's or Rails' are:
+    the POST must carry both, and the right login and password, to get the session cookie."""
+    token = "csrf-4f2a"
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.add(request)
+        if request.path == "/accounts/login/" and request.method == "POST":
+            form = await request.post()
+            seen.requests[-1][1]["form"] = json.dumps(dict(form))
+            if request.cookies.get("csrftoken") != token or form.get("csrfmiddlewaretoken") != token:
+                return web.Response(status=403, text="CSRF verification failed")
+            if (form.get("username"), form.get("password")) != (LOGIN, PASSWORD):
+                return await login_page()
+            response = redirect("/")
+            response.set_cookie("sid", SID, path="/", httponly=True)
+            return response
+        if request.path == "/accounts/login/":
+            return await login_page()
+        if request.cookies.get("sid") != SID:
+            return redirect("/accounts/login/")
+        links = {"/": ["/members/a", "/members/b"]}.get(request.path, [])
+        anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+        return web.Response(text=f"<h1>members only: {request.path}</h1>{anchors}", content_type="text/html")
+
+    async def login_page() -> web.StreamResponse:
+        form = (
+            '<form method="post" action="/accounts/login/">'
+            f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
+            '<input type="text" name="username"><input type="password" name="password">'
+            '<input type="checkbox" name="remember" value="yes" checked>'
+            '<button type="submit" name="next" value="/">Log in</button></form>'
+        )
+        response = web.Response(
+            text=f"<html><body><form action=/search><input name=q></form>{form}</body></html>"
+        )
+        response.content_type = "text/html"
+        response.set_cookie("csrftoken", token, path="/")
+        return response
+
+    for path in ("/", "/accounts/login/", "/members/a", "/members/b"):
+        site.handler(path, handle)
+
+
+async def test_form_login_with_a_csrf_token_then_the_members_pages(site: Site, tmp_path: Path) -> None:
+    seen = Seen()
+    form_login_site(site, seen)
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f'machine {site.host}\n  login {LOGIN}\n  password "{PASSWORD}"\n')
+    netrc.chmod(0o600)
+    archive = tmp_path / "a"
+    args = [
+        "crawl",
+        site.url("/"),
+        "-o",
+        str(archive),
+        "--login-form",
+        site.url("/accounts/login/"),
+        *FAST[:-1],
+    ]
+    env = {**ENV, "NETRC": str(netrc)}
+    code, _, err = await run_cli(*args, *PLUGINS, "--plugin", "archiver_plugins.login", env=env)
+    assert code == 0, err
+    assert f"archiver: note: logged in at {site.url('/accounts/login/')} as {LOGIN}: " in err, err
+    posted = [headers for path, headers in seen.requests if "form" in headers]
+    assert len(posted) == 1
+    sent = {"csrfmiddlewaretoken": "csrf-4f2a", "remember": "yes", "next": "/"}
+    assert json.loads(posted[0]["form"]) == {**sent, "username": LOGIN, "password": PASSWORD}
+    assert fetched_ok(archive) == {site.url(path) for path in ("/", "/members/a", "/members/b")}
+    assert all(PASSWORD.encode() not in path.read_bytes() for path in (archive / "warc").iterdir())
+    netrc.write_text(f"machine {site.host}\n  login {LOGIN}\n  password wrong\n")
+    again = ["--recrawl", "--expect-text", "members only"]
+    code, _, err = await run_cli(*args, *again, *PLUGINS, "--plugin", "archiver_plugins.login", env=env)
+    assert code == 1 and err.strip().splitlines()[-1] == (
+        f"archiver: error: --login-form {site.url('/accounts/login/')}: the site answered the login with a"
+        " login form again: wrong login or password?"
+    ), err
+    assert "Traceback" not in err
+
+
+async def test_a_login_form_sent_to_another_host_gets_no_password(
+    site: Site, other_site: Site, tmp_path: Path
+) -> None:
+    elsewhere = Seen()
+    site.page("/", "<p>home</p>")
+    site.page(
+        "/login",
+        f'<form method="post" action="{other_site.url("/collect")}"><input name="user">'
+        '<input type="password" name="pw"></form>',
+    )
+    site.page("/search-login", '<form action="/s"><input name="u"><input type="password" name="p"></form>')
+
+    async def collect(request: web.Request) -> web.StreamResponse:
+        elsewhere.add(request)
+        return web.Response(text="thanks")
+
+    other_site.handler("/collect", collect)
+    env = {**ENV, "NETRC": str(tmp_path / "none"), "ARCHIVER_LOGIN": LOGIN, "ARCHIVER_PASSWORD": PASSWORD}
+    for path, why in (
+        ("/login", f"the form is sent to {other_site.url('/collect')}, another host than the login page's"),
+        ("/search-login", "the form is sent by GET, which would put the password in its URL"),
+    ):
+        args = ["crawl", site.url("/"), "-o", str(tmp_path / path.strip("/")), "--login-form", site.url(path)]
+        code, _, err = await run_cli(*args, *FAST, *PLUGINS, "--plugin", "archiver_plugins.login", env=env)
+        assert code == 1 and why in err, err
+    assert elsewhere.requests == [] and "/s" not in site.hits
+
+
 def curl_path() -> str:
     path = shutil.which("curl")
     if path is None:

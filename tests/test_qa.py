@@ -23,7 +23,7 @@ from archiver_plugins.qa.run import Selection, check_archive
 from archiver_plugins.replay.app import make_app
 from browser import chromium_path
 from qa_site import build_site
-from terminal import run_on_terminal
+from terminal import run_on_terminal, screen_lines
 
 from archiver.cli import main
 from archiver.testing import CrawlFn, Site
@@ -90,6 +90,26 @@ async def test_qa_command_on_a_terminal_shows_progress_then_the_worst_pages(
     assert code == 0, text
     result = json.loads(text[text.index("{") :])
     assert (result["run"], result["pages_checked"], result["missing_resources"]) == (2, 1, 0)
+
+
+async def test_ctrl_c_during_qa_says_how_many_pages_were_checked_in_one_line(
+    site: Site, crawl_archive: CrawlFn, tmp_path: Path
+) -> None:
+    chromium_path()
+    site.loose_web(30)
+    crawl = await crawl_archive(site.url("/p0"), plugins=("links", "warc"))
+    args = ["qa", str(crawl.archive), "--tabs", "1"]
+    code, text = await asyncio.to_thread(run_on_terminal, args, tmp_path, 90, interrupt_when="1/30")
+    assert code == 130, text
+    lines = screen_lines(text)
+    assert any("pages checked, 0 lacking something," in line and line.endswith(" left") for line in lines)
+    told = [line for line in lines if line.startswith("Interrupted")]
+    assert len(told) == 1 and re.fullmatch(
+        r"Interrupted: \d+ of 30 pages checked, 0 lacking something; run the same command again"
+        r" to check them all\.",
+        told[0],
+    ), lines
+    assert not any(word in text for word in ("Traceback", "Future exception", "Connection closed")), text
 
 
 async def test_browser_capture_scores_at_the_top_and_lower_without_its_stylesheet(

@@ -382,6 +382,42 @@ def assert_escaped(body: str) -> None:
     assert "onerror=alert(2)>" not in body or "&lt;img src=x onerror=alert(2)&gt;" in body
 
 
+async def test_browse_lists_no_site_for_renderings_or_tool_records(tmp_path: Path) -> None:
+    """A --browser crawl's urn:dom:/urn:screenshot: records and wget's metadata:// log are no
+    site: the page they render links them instead."""
+    archive = tmp_path / "rendered"
+    page = b"<html><head><title>garden</title></head><body>tulip</body></html>"
+    write_warc(
+        archive / "warc" / "garden.warc.gz",
+        [("http://garden.test/", "2024-05-01T10:00:00Z", [("Content-Type", "text/html")], page)],
+    )
+    with (archive / "warc" / "garden.warc.gz").open("ab") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for uri, kind, mime, body in (
+            ("urn:dom:http://garden.test/", "resource", "text/html", b"<p>tulip, rendered</p>"),
+            ("urn:screenshot:http://garden.test/", "resource", "image/png", b"\x89PNG"),
+            ("metadata://gnu.org/software/wget/warc/wget.log", "metadata", "text/plain", b"log"),
+        ):
+            record = writer.create_warc_record(
+                uri,
+                kind,
+                payload=io.BytesIO(body),
+                length=len(body),
+                warc_content_type=mime,
+                warc_headers_dict={"WARC-Date": "2024-05-01T10:00:02Z"},
+            )
+            writer.write_record(record)
+    reindex(archive)
+    async with serving([archive]) as client:
+        sites = await text_of(client, "/browse")
+        assert "garden.test" in sites and "site=-" not in sites and "metadata" not in sites, sites
+        listing = await text_of(client, "/browse?site=garden.test")
+        assert "urn:" not in listing and "1 URL" in listing, listing
+        rendered = "/rendered/dom/20240501100002/http://garden.test/"
+        assert f'href="{rendered}">as rendered</a>' in listing, listing
+        assert "tulip, rendered" in await text_of(client, rendered)
+
+
 async def test_archived_strings_are_escaped_everywhere(hostile_archive: Path) -> None:
     async with serving([hostile_archive]) as client:
         results = await text_of(client, "/search?q=zebra")

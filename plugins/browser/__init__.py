@@ -1,6 +1,7 @@
 """Bundled plugin browser: pages built by JavaScript, loaded in headless Chromium.
 
-Optional: ``pip install 'site-archiver[browser]'`` (Playwright) and Debian's ``chromium``.
+Optional: the ``browser`` extra (Playwright: ``pip install -e '.[browser]'`` in a clone) and
+Debian's ``chromium``.
 Off unless ``archiver crawl --browser`` (every HTML page) or ``[plugins.browser] match``
 (the pages whose URL matches) asks for it; docs/browser.md tells the whole story.
 `configure` checks the settings and that Chromium and Playwright are there, then
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 CAPTURE_NAME = "browser-capture"
 
-INSTALL_PLAYWRIGHT = "pip install 'site-archiver[browser]'"
+INSTALL_PLAYWRIGHT = "pip install 'playwright>=1.45' (the browser extra)"
 INSTALL_CHROMIUM = "apt-get install chromium"
 
 

@@ -93,7 +93,7 @@ def add_commands(cli: click.Group) -> None:
         if export is not None and not export.is_dir():
             raise UsageError(f"--export {export}: no such folder (zip and WACZ exports are not checked)")
         from .run import Selection
-        from .session import PatchInterrupted, run_qa
+        from .session import ChecksInterrupted, PatchInterrupted, run_qa
 
         try:
             outcome = run_qa(
@@ -105,6 +105,14 @@ def add_commands(cli: click.Group) -> None:
                 patch=patch,
                 export=export,
             )
+        except ChecksInterrupted as stop:
+            if not as_json and not quiet:
+                click.echo(
+                    f"Interrupted: {stop.checked} of {stop.total} pages checked, {stop.lacking} lacking"
+                    " something; run the same command again to check them all.",
+                    err=True,
+                )
+            sys.exit(130)
         except PatchInterrupted as stop:
             click.echo(
                 f"Interrupted: run `archiver qa --patch {archive}` again to finish the patch.", err=True

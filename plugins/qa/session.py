@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import signal
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from .results import Summary
 from .run import Selection, check_archive
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from archiver.api import Crawl
 
 
@@ -89,6 +92,14 @@ def run_qa(
     return Outcome(run, summary, patch=report, patch_words=_patch_words(report), before=before)
 
 
+class ChecksInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) while pages were checked: how far the check got."""
+
+    def __init__(self, checked: int, total: int, lacking: int) -> None:
+        super().__init__(f"QA interrupted after {checked} of {total} pages")
+        self.checked, self.total, self.lacking = checked, total, lacking
+
+
 class PatchInterrupted(Exception):
     """The patch crawl stopped on a signal: running the same command again resumes it."""
 
@@ -149,10 +160,55 @@ async def _checked(
     bar: bool,
     export: Path | None = None,
 ) -> tuple[int, Summary]:
-    if not bar:
-        return await check_archive(
-            archive, executable, selection, tabs=tabs, settings=settings, export=export
-        )
+    """One QA run, with its progress bar on a terminal; ChecksInterrupted on Ctrl-C."""
+    total = checked = lacking = 0
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def quiet_once_stopping(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # Ctrl-C reaches Chromium and Playwright's driver too: their connection's futures
+        # fail as they die, which is the interruption, not a fault worth a traceback
+        if not stopping:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(quiet_once_stopping)
+
+    def started(pages: int) -> None:
+        nonlocal total
+        total = pages
+        if progress is not None and task is not None:
+            progress.update(task, total=pages)
+
+    def advance(result: PageResult) -> None:
+        nonlocal checked, lacking
+        checked += 1
+        lacking += not result.complete
+        if progress is not None and task is not None:
+            progress.update(task, advance=1, lacking=lacking)
+
+    progress: Progress | None = None
+    task: TaskID | None = None
+    with contextlib.ExitStack() as stack:
+        if bar:
+            progress = stack.enter_context(_bar())
+            task = progress.add_task("qa", total=None, lacking=0)
+        try:
+            return await check_archive(
+                archive,
+                executable,
+                selection,
+                tabs=tabs,
+                settings=settings,
+                progress=advance,
+                started=started,
+                export=export,
+            )
+        except asyncio.CancelledError:
+            stopping = True
+            raise ChecksInterrupted(checked, total, lacking) from None
+
+
+def _bar() -> Progress:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -160,28 +216,8 @@ async def _checked(
         TextColumn("QA"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[lacking]} lacking something"),
+        TextColumn("pages checked, {task.fields[lacking]} lacking something,"),
         TimeRemainingColumn(),
+        TextColumn("left"),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("qa", total=None, lacking=0)
-        lacking = 0
-
-        def started(total: int) -> None:
-            progress.update(task, total=total)
-
-        def advance(result: PageResult) -> None:
-            nonlocal lacking
-            lacking += not result.complete
-            progress.update(task, advance=1, lacking=lacking)
-
-        return await check_archive(
-            archive,
-            executable,
-            selection,
-            tabs=tabs,
-            settings=settings,
-            progress=advance,
-            started=started,
-            export=export,
-        )
+    return Progress(*columns, console=Console(stderr=True), transient=True)

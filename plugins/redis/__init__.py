@@ -6,7 +6,7 @@ there; ``[plugins.redis]`` (settings.py) holds the crawl's name and lease, and t
 adds ``--crawl-id`` to ``archiver crawl``.  ``archiver worker`` (worker.py) joins a crawl
 from anywhere with its own archive folder; ``archiver status`` of a worker's archive
 shows the whole crawl, and ``archiver merge`` takes the crawl's own totals from Redis
-(shared.py).  The redis client is an optional extra (``pip install 'site-archiver[redis]'``),
+(shared.py).  The redis client is an optional extra (``pip install -e '.[redis]'`` in a clone),
 imported only when Redis is used.
 """
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from archiver.api import ArchiveStatus, Config, Frontier
 
 SCHEMES = ("redis://", "rediss://")
-INSTALL = "pip install 'site-archiver[redis]'"
+INSTALL = "pip install 'redis>=5.0' (the redis extra)"
 
 
 def is_shared(frontier: str) -> bool:

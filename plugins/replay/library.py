@@ -86,14 +86,25 @@ class Catalog:
     sites: dict[str, SiteSummary]
     urls: dict[str, list[UrlEntry]]
     captures: int
+    rendered: dict[str, str] = field(default_factory=dict)
+    """Page URL -> the path of its newest rendering by the browser capture (``/rendered/...``):
+    its ``urn:dom:``/``urn:screenshot:`` records belong to the page, not to a site of their own."""
 
     @classmethod
     def build(cls, captures: Iterable[Capture]) -> Catalog:
         by_url: dict[str, list[Capture]] = {}
+        newest: dict[tuple[str, str], str] = {}  # (page URL, dom or screenshot) -> timestamp
         total = 0
         for capture in captures:
-            by_url.setdefault(capture.url, []).append(capture)
             total += 1
+            if capture.url.startswith(RENDERED):
+                kind = "dom" if capture.url.startswith(DOM_PREFIX) else "screenshot"
+                key = (capture.url.removeprefix(DOM_PREFIX if kind == "dom" else SCREENSHOT_PREFIX), kind)
+                newest[key] = max(newest.get(key, ""), capture.timestamp)
+                continue
+            if not capture.url.lower().startswith(("http://", "https://")):
+                continue  # a tool's own records (wget's metadata://, dns:): no site, nothing to replay
+            by_url.setdefault(capture.url, []).append(capture)
         urls: dict[str, list[UrlEntry]] = {}
         for url, found in by_url.items():
             latest = max(found, key=lambda c: c.timestamp)
@@ -112,7 +123,10 @@ class Catalog:
                 first=oldest[host],
                 last=max(e.latest.timestamp for e in entries),
             )
-        return cls(sites=sites, urls=urls, captures=total)
+        rendered: dict[str, str] = {}
+        for (page, kind), when in sorted(newest.items(), key=lambda item: item[0][1] == "dom"):
+            rendered[page] = f"/rendered/{kind}/{when}/{page}"  # the DOM's, when there is one, last
+        return cls(sites=sites, urls=urls, captures=total, rendered=rendered)
 
 
 @dataclass

@@ -69,7 +69,9 @@ def _site_page(request: web.Request, site: str, catalogs: list[tuple[str, Catalo
     q = request.query.get("q", "")[:MAX_QUERY]
     group = request.query.get("type", "")
     by_url: dict[str, UrlEntry] = {}
+    rendered: dict[str, str] = {}
     for _name, catalog in catalogs:
+        rendered.update(catalog.rendered)
         for entry in catalog.urls.get(site, []):
             known = by_url.get(entry.url)
             if known is None:
@@ -98,6 +100,7 @@ def _site_page(request: web.Request, site: str, catalogs: list[tuple[str, Catalo
         group_filter=group if group in TYPE_GROUPS else "",
         type_groups=TYPE_GROUPS,
         entries=shown,
+        rendered=rendered,
         total=total,
         page=page,
         pages=pages,

@@ -94,18 +94,32 @@ def _serve(
 
 
 def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
-    """`path`, or for a WACZ file an archive unpacked from it into a temporary folder
-    (its WARC files placed and indexed for search as `reindex --warc` does), removed at exit."""
+    """`path`, or for a WACZ, WARC or ARC file an archive made from it in a temporary folder
+    (its WARC files placed and indexed for search as `reindex --warc` does), removed at exit:
+    so that search works on a bare file as on an archive.  A WARC or ARC file is linked there,
+    not copied."""
+    import tempfile
+
+    from ..archive_reader.importing import import_warcs
     from ..archive_reader.wacz_input import is_wacz, unpacked_wacz
 
-    if not is_wacz(path):
+    if not (path.is_file() and path.name.endswith(IMPORT_NAMES)):
         return path
     from ..index.reindex import reindex
 
-    archive = unpacked_wacz(path, stack)
+    wacz = is_wacz(path)
+    if wacz:
+        archive = unpacked_wacz(path, stack)
+    else:
+        suffix = next(name for name in IMPORT_NAMES if path.name.endswith(name))
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="archiver-serve-")))
+        archive = folder / (path.name[: -len(suffix)] or "archive")
+        archive.mkdir()
+        import_warcs([path.resolve()], archive, "symlink")
     reindex(archive, processes=1)
     if not quiet:
-        click.echo(f"Unpacked {path} into {archive} (removed when the server stops)", err=True)
+        made = "Unpacked" if wacz else "Indexed"
+        click.echo(f"{made} {path} into {archive} for search (removed when the server stops)", err=True)
     return archive
 
 
@@ -150,8 +164,8 @@ def add_commands(cli: click.Group) -> None:
     ) -> None:
         """Search and replay ARCHIVES in a web browser (several archives at once are fine).
 
-        ARCHIVES are archive folders, WARC or ARC files, or WACZ files (unpacked into a
-        temporary archive while the server runs).  Prints the URL to open.  Pages are
+        ARCHIVES are archive folders, or WARC, ARC or WACZ files (each made into a
+        temporary archive, indexed for search, while the server runs).  Prints the URL to open.  Pages are
         replayed from the WARC files with their links rewritten to stay inside the
         archive; nothing is fetched from the live web.  Works while a crawl is still
         writing the archive.
