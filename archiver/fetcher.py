@@ -291,7 +291,8 @@ _peer: ContextVar[str | None] = ContextVar("archiver_peer", default=None)
 
 QUIET_BEFORE_REUSE = 1.0
 """Seconds a kept-alive connection must stay silent in the pool before it carries another request
-(while fewer than twice the crawl's task count, and at least 16, wait in the pool for one host).
+(a request finding none that quiet opens a new one; the pool of one host holds twice the crawl's
+task count, at least 16: past it the oldest is closed).
 
 HTTP/1.1 cannot tell late bytes of the previous answer from the start of the next one, so a
 connection is reused only once the server had time to show it sends nothing unasked."""
@@ -383,12 +384,17 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
         oldest = next((proto for proto, _ in waiting if proto.is_connected()), None)
         idle_since = getattr(oldest, "idle_since", None)
         recent = idle_since is not None and time.monotonic() - idle_since < QUIET_BEFORE_REUSE
-        if recent and len(waiting) < max(2 * self.limit, 16):
-            # The oldest open one is not quiet yet: a new connection instead.  Past twice the
-            # crawl's task count (at least 16; a fast host at high concurrency) the oldest is
-            # reused, so the sockets held stay bounded.  The pool's length counts the few
-            # closed ones aiohttp has not dropped yet: counting only open ones cost a check
-            # of every pooled connection per request.
+        if recent:
+            # The oldest open one is not quiet yet: a new connection instead, whatever the
+            # delay (a fast host at --delay 0 reused one 0.1 s after a 204 whose late bytes
+            # then answered the next URL).  Past twice the crawl's task count (at least 16)
+            # that oldest one is closed, so the sockets held stay bounded.  The pool's length
+            # counts the few closed ones aiohttp has not dropped yet: counting only open ones
+            # cost a check of every pooled connection per request.
+            if len(waiting) >= max(2 * self.limit, 16):
+                assert oldest is not None
+                self._idle.pop(oldest, None)
+                oldest.close()  # aiohttp drops it from the pool when it next looks
             return None
         connection = await super()._get(key, traces)
         if connection is not None and connection.protocol is not None:

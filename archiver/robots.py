@@ -34,6 +34,7 @@ from .errors import RETRYABLE_KINDS, FetchError
 from .layout import ROBOTS_LOG_NAME
 from .model import Page
 from .politeness import HostLimiter, retry_after_seconds
+from .robots_lines import conforming_lines
 from .urls import clean_url, rule_readings
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class RobotsEntry:
 
 
 def parse_robots(body: bytes) -> Protego:
-    return Protego.parse(robots_body(body).decode("utf-8", errors="replace"))
+    return Protego.parse(conforming_lines(robots_body(body).decode("utf-8", errors="replace")))
 
 
 def robots_body(body: bytes, cut: bool = False) -> bytes:

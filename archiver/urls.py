@@ -16,7 +16,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import ada_url
 from w3lib.url import canonicalize_url, safe_url_string
@@ -106,13 +106,32 @@ def rule_readings(url: str) -> tuple[str, ...]:
     Escaped unreserved characters are read as themselves (``/%70rivate`` is ``/private``, as
     RFC 3986 and RFC 9309 say and as the seen-set key has it); dot segments are already gone
     (`clean_url`).  An escaped slash stays one for RFC 9309, but many servers serve
-    ``/private%2Fe`` as ``/private/e``, so the reading with real slashes is judged too and a
+    ``/private%2Fe`` as ``/private/e`` (and ``/public/..%2Fprivate`` as ``/private``), so the
+    reading with real slashes, its dot segments then removed, is judged too and a
     rule that refuses either reading refuses the URL.
     """
     read = _ESCAPE.sub(_unescape_unreserved, url) if "%" in url else url
     if "%" not in read or _ENCODED_SLASH.search(read) is None:
         return (read,)
-    return (read, _ENCODED_SLASH.sub("/", read))
+    return (read, _without_dot_segments(_ENCODED_SLASH.sub("/", read)))
+
+
+def _without_dot_segments(url: str) -> str:
+    """`url` with the dot segments its path has once escaped slashes are slashes removed
+    (``/public/..%2Fprivate/g`` is served as ``/private/g``), as RFC 3986 5.2.4 does."""
+    parts = urlsplit(url)
+    if "." not in parts.path:
+        return url
+    segments: list[str] = []
+    for segment in parts.path.split("/")[1:]:
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    last = parts.path.rsplit("/", 1)[-1]
+    path = "/" + "/".join(segments) + ("/" if last in (".", "..") and segments else "")
+    return urlunsplit(parts._replace(path=path))
 
 
 # "scheme://authority" at the start of a URL, when `urlsplit` reads the same authority in it

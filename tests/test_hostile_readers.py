@@ -433,3 +433,22 @@ def test_a_wacz_page_list_of_one_huge_line_is_left_out(tmp_path: Path) -> None:
     ran = run_archiver("reindex", "--warc", wacz, "-o", tmp_path / "b", cwd=tmp_path)
     assert ran.code == 0 and not ran.err, ran.err
     assert list((tmp_path / "b" / "warc").glob("*.pages.jsonl"))
+
+
+@pytest.mark.parametrize("command", ["warc ls", "reindex --warc"])
+def test_an_arc_record_length_past_any_file(tmp_path: Path, command: str) -> None:
+    """Issue 42 point 12: an ARC header saying 10^15 bytes made the skip seek past what the
+    file system allows (a traceback); the record is named as cut off."""
+    body = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<html>hi</html>"
+    head = (
+        b"filedesc://x.arc 0.0.0.0 20200101000000 text/plain 77\n"
+        b"1 0 test\nURL IP-address Archive-date Content-type Archive-length\n"
+    )
+    arc = tmp_path / "x.arc"
+    arc.write_bytes(
+        head + b"\nhttp://h.test/ 1.2.3.4 20200101000000 text/html 1000000000000000\n" + body + b"\n"
+    )
+    args = [arc] if command == "warc ls" else [arc, "-o", tmp_path / "a"]
+    ran = run_archiver(*command.split(), *args, cwd=tmp_path)
+    assert ran.code != 0 and "Traceback" not in ran.err, ran.err
+    assert "ARC record cut off: its header says 1000000000000000 bytes" in ran.err

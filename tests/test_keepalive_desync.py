@@ -35,7 +35,8 @@ def page_body(path: str) -> bytes:
 class DesyncSite:
     """Pages /p1../p20 whose every second or third answer is followed by an injected response."""
 
-    def __init__(self) -> None:
+    def __init__(self, pages: int = PAGES) -> None:
+        self.pages = pages
         self.port = 0
         self.requests: list[str] = []
         self.connections = 0
@@ -89,7 +90,7 @@ class DesyncSite:
 
     def _answer(self, path: str, if_none_match: str | None, writer: asyncio.StreamWriter) -> bytes:
         if path == "/":
-            links = "".join(f'<a href="/p{n}">p{n}</a>' for n in range(1, PAGES + 1))
+            links = "".join(f'<a href="/p{n}">p{n}</a>' for n in range(1, self.pages + 1))
             body = f"<html>{links}</html>".encode()
             return (
                 ok(body, etag='"root"') if if_none_match != '"root"' else b"HTTP/1.1 304 Not Modified\r\n\r\n"
@@ -151,8 +152,8 @@ def assert_each_capture_is_its_own(site: DesyncSite, archive: Path) -> None:
     assert "/evil" not in site.requests
 
 
-async def run(*args: str) -> None:
-    assert await asyncio.to_thread(main, [*args, "-q", "--delay", "0.05", "--disable-plugin", "index"]) == 0
+async def run(*args: str, delay: str = "0.05") -> None:
+    assert await asyncio.to_thread(main, [*args, "-q", "--delay", delay, "--disable-plugin", "index"]) == 0
 
 
 async def test_late_bytes_never_answer_the_next_request(desync: DesyncSite, tmp_path: Path) -> None:
@@ -170,3 +171,17 @@ async def test_late_bytes_after_304_in_an_update(desync: DesyncSite, tmp_path: P
     await run("crawl", "--update", str(archive))
     assert_each_capture_is_its_own(desync, archive)
     assert {f"/p{n}" for n in range(1, PAGES + 1)} <= set(desync.requests)
+
+
+async def test_late_bytes_at_delay_0_on_a_larger_site(tmp_path: Path) -> None:
+    """Issue 42 point 13: at --delay 0 a 40-page site fills the pool past the count where a
+    connection not yet quiet was reused anyway, and a 204's late bytes answered another URL."""
+    site = DesyncSite(pages=120)
+    await site.start()
+    try:
+        archive = tmp_path / "a"
+        await run("crawl", site.url("/"), "-o", str(archive), delay="0")
+        assert_each_capture_is_its_own(site, archive)
+        assert {f"/p{n}" for n in range(1, 121)} <= set(site.requests)
+    finally:
+        await site.close()

@@ -13,7 +13,13 @@ import pytest
 from archiver.cli import main
 from archiver.testing import CrawlFn, Site
 
-ROBOTS_DODGES = ["/%2e/private/f", "/public/%2e%2e/private/l", "/private%2Fe", "/%2E%2e/private/g"]
+ROBOTS_DODGES = [
+    "/%2e/private/f",
+    "/public/%2e%2e/private/l",
+    "/private%2Fe",
+    "/%2E%2e/private/g",
+    "/public/..%2Fprivate/g",  # issue 42 point 14: nginx serves /private/g
+]
 EXCLUDE_DODGES = ["/%70rivate/a", "/priv%61te/h", "/private%2fz", "/x/%2E%2E/private/b"]
 
 

@@ -295,13 +295,17 @@ async def test_a_host_failing_connections_is_snoozed_and_does_not_slow_the_other
     crawl_archive: CrawlFn,
 ) -> None:
     """A closed connection is retried after the backoff, as a Retry-After: the URL waits in its
-    host's queue and the host is snoozed, so the one worker goes on with the other hosts."""
-    backoff = 0.5
+    host's queue and the host is snoozed, so the one worker goes on with the other hosts.
+
+    A worker that slept through the backoff would leave a gap of a whole `backoff` (1 s) at
+    the other hosts; their gaps are held under 0.8 of it, a margin a load of 20 does not eat
+    (0.5 s with a 0.25 s bound failed at load 15-20: issue 42 point 17)."""
+    backoff = 1.0
     async with many_hosts(3) as server:
         flaky, *others = server.hosts
         flaky.pages, flaky.fan, flaky.resets = 4, True, {"/p1": 4, "/p2": 99}
         for host in others:
-            host.pages, host.fan, host.latency = 45, True, 0.01  # busy for longer than the snoozes
+            host.pages, host.fan, host.latency = 90, True, 0.01  # busy for longer than the snoozes
         crawl = await crawl_archive(
             [host.url() for host in server.hosts],
             delay=0.02,
@@ -321,7 +325,7 @@ async def test_a_host_failing_connections_is_snoozed_and_does_not_slow_the_other
         assert min(later) - group[-1] >= 0.5 * backoff - server.slack(TOLERANCE), "the host was not snoozed"
     for host in others:
         assert [t for t in host.arrivals if snooze_start <= t <= snooze_end], "the others waited"
-        assert max(host.gaps()) < 0.5 * backoff, (host.address, max(host.gaps()))
+        assert max(host.gaps()) < 0.8 * backoff, (host.address, max(host.gaps()))
 
 
 async def test_a_host_that_never_answers_does_not_hold_the_others(crawl_archive: CrawlFn) -> None:

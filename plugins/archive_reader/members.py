@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import io
+import os
 import re
 import tomllib
 import zlib
@@ -360,6 +361,8 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
     if length is None:
         return Member(offset, 0, b"", "missing or invalid Content-Length", fatal=True)
     if length > cap:
+        if _past_the_end(handle, offset + len(head) + length):
+            return Member(offset, 0, b"", f"record cut off: Content-Length says {length}", fatal=True)
         return Member(
             offset,
             len(head) + length + 4,
@@ -371,6 +374,18 @@ def _plain_record(handle: BinaryIO, offset: int, cap: int) -> Member | None:
         return Member(offset, 0, b"", f"record cut off: Content-Length says {length}", fatal=True)
     block += _line_ends(handle, 4)
     return Member(offset, len(head) + len(block), bytes(head) + block)
+
+
+def _past_the_end(handle: BinaryIO, end: int) -> bool:
+    """Whether a record said to end at `end` runs past the end of the file: skipping it would
+    seek beyond what the file system allows (an ARC length of 10^15 made seek fail)."""
+    try:
+        here = handle.tell()
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(here)
+    except (OSError, ValueError):
+        return False
+    return end > size
 
 
 def _line_ends(handle: BinaryIO, most: int) -> bytes:
@@ -390,6 +405,8 @@ def _line_ends(handle: BinaryIO, most: int) -> bytes:
 def _arc_record(handle: BinaryIO, offset: int, line: bytes, length: int, cap: int) -> Member:
     """The ARC record whose header `line` was just read: the line, the block, its newline."""
     if length > cap:
+        if _past_the_end(handle, offset + len(line) + length):
+            return Member(offset, 0, b"", f"ARC record cut off: its header says {length} bytes", fatal=True)
         return Member(
             offset, len(line) + length + 1, b"", f"ARC record of {length} bytes is more than {cap}: skipped"
         )
