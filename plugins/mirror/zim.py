@@ -257,8 +257,9 @@ class ZimSink:
         self.size = self.output.stat().st_size
 
     def abort(self) -> None:
+        # Told of an exception, libzim stops without writing the rest of the file.
         with contextlib.suppress(Exception), _quiet_stdout():
-            self._creator.__exit__(None, None, None)
+            self._creator.__exit__(InterruptedError, InterruptedError(), None)
         self.partial.unlink(missing_ok=True)
 
 
