@@ -11,12 +11,13 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_mirror
 from cli_process import archiver
 from mirror_site import build_site, png
-from offline_tools import get, kiwix_serve, zimcheck
+from offline_tools import files_named, get, kiwix_serve, zimcheck
 
 from archiver.errors import UsageError
 from archiver.testing import CrawlFn, Site
@@ -124,3 +125,25 @@ async def test_main_page_option_and_bad_options(
     assert not (tmp_path / "b.zim").exists() and not (tmp_path / "b.zim.partial").exists()
     code, out = await archiver("export", archive, tmp_path / "c.zim", "--pages", "x")
     assert code == 2 and out.strip().count("\n") == 0 and "--pages applies to --format epub" in out
+
+
+async def test_an_interrupted_export_leaves_no_file(
+    site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archiver_plugins.mirror.zim import ZimSink
+
+    archive = await crawled(site, other_site, crawl_archive)
+    written = ZimSink.put
+    calls = 0
+
+    def interrupted(self: ZimSink, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            raise KeyboardInterrupt  # as Ctrl-C would, in the middle of the pages
+        written(self, *args, **kwargs)
+
+    monkeypatch.setattr(ZimSink, "put", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        await export(archive, tmp_path / f"{BOOK}.zim")
+    assert calls == 5 and not files_named(tmp_path, BOOK)
