@@ -8,6 +8,7 @@ full-text search; our own crawler then follows every link kiwix-serve shows: non
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_m
 from cli_process import archiver
 from mirror_site import build_site, png
 from offline_tools import files_named, get, kiwix_serve, zimcheck
+from PIL import Image
 
 from archiver.errors import UsageError
 from archiver.testing import CrawlFn, Site
@@ -84,6 +86,10 @@ async def test_zim_passes_zimcheck_and_kiwix_serve_finds_pages_images_and_words(
         assert "<language>eng</language>" in catalog and "<name>site-archiver</name>" in catalog
         status, kind, icon = await asyncio.to_thread(get, f"{base}/catalog/v2/illustration/{BOOK}/?size=48")
         assert (status, kind.split(";")[0], icon[:4]) == (200, "image/png", b"\x89PNG")
+    illustration = Image.open(io.BytesIO(icon))
+    assert illustration.size == (48, 48)
+    # the main page's <link rel=icon> (img/dot.png, 1x1, rgb(1, 1, 1)) scaled, before /favicon.ico
+    assert illustration.convert("RGB").getpixel((24, 24)) == (1, 1, 1)
 
 
 async def test_every_link_kiwix_serve_shows_resolves(
