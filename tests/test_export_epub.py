@@ -138,3 +138,28 @@ async def test_epub_sections_and_bad_options(
     assert not files_named(tmp_path, "bad.epub") and not files_named(tmp_path, "none.epub")
     code, out = await archiver("export", crawl.archive, tmp_path / "c.epub", "--main", site.url("/"))
     assert code == 2 and out.strip().count("\n") == 0 and "--main applies to --format zim" in out
+
+
+def test_hostile_markup_gives_well_formed_chapters() -> None:
+    """Markup no e-reader would take (deep nesting, control characters, duplicate and invalid
+    ids, links in links, items out of lists, cells out of tables) gives well-formed XHTML."""
+    from xml.etree import ElementTree
+
+    from archiver_plugins.mirror.chapters import chapter_of
+
+    deep = "<div>" * 5000 + "deep text" + "</div>" * 5000
+    html = (
+        "<title>Bad \x01 title</title><body><main><p id='a'>one\x0b</p><p id='a'>dup</p>"
+        "<p id='1bad'>x</p><a href='/x'>outer <a href='/y'>inner</a></a><li>loose</li><td>cell</td>"
+        "<dd>term</dd><figcaption>cap</figcaption><p><a href='/z'><h2>heading in link</h2></a></p>"
+        f"{deep}<img src='data:image/png;base64,AAAA' alt='inline'><img src='/i.png'></main></body>"
+    )
+    chapter = chapter_of(html, "http://h.test/", lambda url: "page0002.xhtml", lambda url: None)
+    assert chapter is not None and chapter.title == "Bad  title"
+    root = ElementTree.fromstring(f"<body>{chapter.body}</body>")
+    text = "".join(root.itertext())
+    assert "deep text" in text and "inline" in text and "\x01" not in text and "\x0b" not in text
+    ids = [node.get("id") for node in root.iter() if node.get("id")]
+    assert ids == ["a"]
+    assert not any(node.tag in ("li", "td", "dd", "figcaption") for node in root.iter())
+    assert all(link.find(".//a") is None for link in root.iter("a"))

@@ -8,15 +8,18 @@ full-text search; our own crawler then follows every link kiwix-serve shows: non
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archiver_plugins.mirror.export import ExportOptions, ExportResult, export_mirror
 from cli_process import archiver
 from mirror_site import build_site, png
-from offline_tools import get, kiwix_serve, zimcheck
+from offline_tools import files_named, get, kiwix_serve, zimcheck
+from PIL import Image
 
 from archiver.errors import UsageError
 from archiver.testing import CrawlFn, Site
@@ -83,6 +86,10 @@ async def test_zim_passes_zimcheck_and_kiwix_serve_finds_pages_images_and_words(
         assert "<language>eng</language>" in catalog and "<name>site-archiver</name>" in catalog
         status, kind, icon = await asyncio.to_thread(get, f"{base}/catalog/v2/illustration/{BOOK}/?size=48")
         assert (status, kind.split(";")[0], icon[:4]) == (200, "image/png", b"\x89PNG")
+    illustration = Image.open(io.BytesIO(icon))
+    assert illustration.size == (48, 48)
+    # the main page's <link rel=icon> (img/dot.png, 1x1, rgb(1, 1, 1)) scaled, before /favicon.ico
+    assert illustration.convert("RGB").getpixel((24, 24)) == (1, 1, 1)
 
 
 async def test_every_link_kiwix_serve_shows_resolves(
@@ -124,3 +131,25 @@ async def test_main_page_option_and_bad_options(
     assert not (tmp_path / "b.zim").exists() and not (tmp_path / "b.zim.partial").exists()
     code, out = await archiver("export", archive, tmp_path / "c.zim", "--pages", "x")
     assert code == 2 and out.strip().count("\n") == 0 and "--pages applies to --format epub" in out
+
+
+async def test_an_interrupted_export_leaves_no_file(
+    site: Site, other_site: Site, crawl_archive: CrawlFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archiver_plugins.mirror.zim import ZimSink
+
+    archive = await crawled(site, other_site, crawl_archive)
+    written = ZimSink.put
+    calls = 0
+
+    def interrupted(self: ZimSink, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            raise KeyboardInterrupt  # as Ctrl-C would, in the middle of the pages
+        written(self, *args, **kwargs)
+
+    monkeypatch.setattr(ZimSink, "put", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        await export(archive, tmp_path / f"{BOOK}.zim")
+    assert calls == 5 and not files_named(tmp_path, BOOK)

@@ -202,4 +202,4 @@ def chapter_of(html: str, url: str, page: LinkTarget, image: LinkTarget) -> Chap
         title = writer.headings[0][1] if writer.headings else url
     if not any(level == 1 for level, _ in writer.headings):
         text = f"<h1>{_text(title)}</h1>\n{text}"
-    return Chapter(title=title, body=text, headings=writer.headings, words=writer.words)
+    return Chapter(title=_CONTROL.sub("", title), body=text, headings=writer.headings, words=writer.words)

@@ -51,6 +51,7 @@ _ICON_LINK = re.compile(
     rb"""<link\b(?=[^>]*\brel\s*=\s*["']?[^"'>]*\bicon\b)[^>]*\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""",
     re.IGNORECASE,
 )
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _LANGUAGE = re.compile(r"^[a-z]{3}(,[a-z]{3})*$")
 _HEAD_BYTES = 65536
 """How much of a page is searched for its title, description and icon."""
@@ -70,7 +71,7 @@ def page_title(data: bytes) -> str:
     match = _TITLE.search(data[:_HEAD_BYTES])
     if match is None:
         return ""
-    return " ".join(unescape(match.group(1).decode("utf-8", "replace")).split())
+    return _CONTROL.sub("", " ".join(unescape(match.group(1).decode("utf-8", "replace")).split()))
 
 
 def _description(data: bytes) -> str:
@@ -78,7 +79,7 @@ def _description(data: bytes) -> str:
     if match is None:
         return ""
     raw = match.group(1) if match.group(1) is not None else match.group(2)
-    return " ".join(unescape(raw.decode("utf-8", "replace")).split())
+    return _CONTROL.sub("", " ".join(unescape(raw.decode("utf-8", "replace")).split()))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -256,8 +257,9 @@ class ZimSink:
         self.size = self.output.stat().st_size
 
     def abort(self) -> None:
+        # Told of an exception, libzim stops without writing the rest of the file.
         with contextlib.suppress(Exception), _quiet_stdout():
-            self._creator.__exit__(None, None, None)
+            self._creator.__exit__(InterruptedError, InterruptedError(), None)
         self.partial.unlink(missing_ok=True)
 
 
