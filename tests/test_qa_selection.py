@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from archiver_plugins.qa.run import Selection, archived_pages
-from archiver_plugins.web.library import Library
+from archiver_plugins.replay.library import Library
 from changing_site import crawl_twice
 
 from archiver.testing import Site
