@@ -56,34 +56,43 @@ def run_qa(
     if not patch:
         run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar, export))
         return Outcome(run, summary)
-    from . import patch as patching
+    from .patch import (
+        already_patched,
+        finished,
+        keep_config,
+        pages_lacking,
+        patch_config,
+        plan_patch,
+        record_patched,
+        start_fresh,
+    )
 
-    plan = patching.plan_patch(archive)
+    plan = plan_patch(archive)
     before = None
     if plan.resume:
-        config = patching.patch_config(archive, [], resume=True)
+        config = patch_config(archive, [], resume=True)
     else:
         run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar))
-        tried = patching.already_patched(archive)
+        tried = already_patched(archive)
         wanted = [url for url in summary.missing_urls if url not in tried]
         if not wanted:
             words = "Nothing to patch: no resource is missing that an earlier patch was not given."
             return Outcome(run, summary, patch={"resources": 0}, patch_words=words)
         before = (run, summary)
-        patching.start_fresh(archive)
-        config = patching.patch_config(archive, wanted, resume=False)
-    patching.keep_config(archive)
+        start_fresh(archive)
+        config = patch_config(archive, wanted, resume=False)
+    keep_config(archive)
     crawl = None
     try:
         crawl = _crawl(config, bar)
     finally:
-        patching.finished(archive, complete=crawl is not None and crawl.complete)
+        finished(archive, complete=crawl is not None and crawl.complete)
     if crawl.complete:
-        patching.record_patched(archive, config.roots)
+        record_patched(archive, config.roots)
     report = _patch_report(crawl)
     if crawl.interrupted:
         raise PatchInterrupted(crawl.signal or signal.SIGINT)
-    pages = patching.pages_lacking(archive, config.roots)
+    pages = pages_lacking(archive, config.roots)
     again = Selection(urls=frozenset(pages))
     run, summary = asyncio.run(_checked(archive, executable, again, tabs, settings, bar))
     return Outcome(run, summary, patch=report, patch_words=_patch_words(report), before=before)
