@@ -30,7 +30,7 @@ def resumed_config(archive: Path, overrides: Mapping[str, Any], *, update: bool 
     saved = archive / CONFIG_NAME
     if not saved.is_file():
         if update:
-            what = "no archive at" if not archive.exists() else "not an archive (no crawl.toml):"
+            what = "no archive at" if not archive.exists() else f"not an archive (no {CONFIG_NAME}):"
             raise UsageError(
                 f"{what} {archive}; --update ARCHIVE crawls an existing archive again."
                 f" To make a new one: archiver crawl URL -o {archive}"

@@ -297,7 +297,7 @@ def test_a_cycle_is_found_and_named() -> None:
 def test_function_level_and_relative_imports_are_edges() -> None:
     graph = import_graph()
     assert "archiver.status" in graph["archiver.commands.status"]  # inside `status_command`, from ..
-    assert "plugins.qa.patch" in graph["plugins.qa.session"]  # `from . import patch`, in a function
+    assert "plugins.qa.patch" in graph["plugins.qa.session"]  # `from .patch import`, in a function
     assert "plugins.qa" not in graph["plugins.qa.session"]  # its own package: no edge
     assert "plugins.markup.rewrite" in graph["plugins.mirror.html"]  # `from ..markup import rewrite`
     assert "plugins.markup" in graph["plugins.mirror.html"]  # and the package it runs first

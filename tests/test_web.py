@@ -560,6 +560,40 @@ async def test_serve_command(site: Site, crawl_archive: CrawlFn, tmp_path: Path)
     assert process.returncode == 0, err.decode()
 
 
+async def test_serve_takes_pages_from_the_plugins_the_command_line_loads(
+    site: Site, crawl_archive: CrawlFn
+) -> None:
+    """The QA report is the qa plugin's page (its register_routes hook): switched off, it is gone."""
+    crawl = await crawl_archive(site.url("/"), plugins=PLUGINS)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "archiver",
+        "--disable-plugin",
+        "qa",
+        "serve",
+        str(crawl.archive),
+        "--port",
+        "0",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+        match = re.search(r"at (http://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line
+        async with ClientSession() as session:
+            async with session.get(match.group(1) + "qa") as response:
+                assert response.status == 404
+            async with session.get(match.group(1)) as response:
+                assert response.status == 200  # the web plugin's search page
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+
+
 def test_serve_command_errors(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

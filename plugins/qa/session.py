@@ -59,34 +59,44 @@ def run_qa(
     if not patch:
         run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar, export))
         return Outcome(run, summary)
-    from . import patch as patching
+    from .patch import (
+        already_patched,
+        finished,
+        keep_config,
+        lacking,
+        pages_lacking,
+        patch_config,
+        plan_patch,
+        record_patched,
+        start_fresh,
+    )
 
-    plan = patching.plan_patch(archive)
+    plan = plan_patch(archive)
     before = None
     if plan.resume:
-        config, wanted = patching.patch_config(archive, [], resume=True)
+        config, wanted = patch_config(archive, [], resume=True)
     else:
         run, summary = asyncio.run(_checked(archive, executable, selection, tabs, settings, bar))
-        tried = patching.already_patched(archive)
-        wanted = patching.lacking(archive, [url for url in summary.missing_urls if url not in tried])
+        tried = already_patched(archive)
+        wanted = lacking(archive, [url for url in summary.missing_urls if url not in tried])
         if not wanted:
             words = "Nothing to patch: no resource is missing that an earlier patch was not given."
             return Outcome(run, summary, patch={"resources": 0}, patch_words=words)
         before = (run, summary)
-        patching.start_fresh(archive)
-        config, wanted = patching.patch_config(archive, wanted, resume=False)
-    patching.keep_config(archive)
+        start_fresh(archive)
+        config, wanted = patch_config(archive, wanted, resume=False)
+    keep_config(archive)
     crawl = None
     try:
         crawl = _crawl(config, wanted, bar)
     finally:
-        patching.finished(archive, complete=crawl is not None and crawl.complete)
+        finished(archive, complete=crawl is not None and crawl.complete)
     if crawl.complete:
-        patching.record_patched(archive, [url for url, _ in wanted])
+        record_patched(archive, [url for url, _ in wanted])
     report = _patch_report(crawl, len(wanted))
     if crawl.interrupted:
         raise PatchInterrupted(crawl.signal or signal.SIGINT)
-    pages = patching.pages_lacking(archive, [url for url, _ in wanted])
+    pages = pages_lacking(archive, [url for url, _ in wanted])
     again = Selection(urls=frozenset(pages))
     run, summary = asyncio.run(_checked(archive, executable, again, tabs, settings, bar))
     return Outcome(run, summary, patch=report, patch_words=_patch_words(report), before=before)

@@ -8,11 +8,12 @@ import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+import pluggy
 
-from archiver.api import CRAWL_FOLDERS, UsageError, require_archive
+from archiver.api import CRAWL_FOLDERS, Hooks, UsageError, require_archive
 
 from ..archive_reader.suffixes import IMPORT_NAMES
 
@@ -39,15 +40,17 @@ async def serve_forever(
     quiet: bool = False,
     allow_hosts: Sequence[str] = (),
     cors: Sequence[str] = (),
+    routes: Sequence[Any] | None = None,
 ) -> None:
-    """Listen until SIGINT or SIGTERM, then close connections and return."""
+    """Listen until SIGINT or SIGTERM, then close connections and return; `routes` are the
+    pages the plugins add (``register_routes``), by default those of every installed plugin."""
     import asyncio
 
     from aiohttp import web
 
     from ..replay.app import make_app
 
-    app = make_app(library, host=host, allow_hosts=allow_hosts, cors=cors)
+    app = make_app(library, host=host, allow_hosts=allow_hosts, cors=cors, routes=routes)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
@@ -76,7 +79,13 @@ async def serve_forever(
 
 
 def _serve(
-    library: Library, host: str, port: int, allow_hosts: Sequence[str], cors: Sequence[str], quiet: bool
+    library: Library,
+    host: str,
+    port: int,
+    allow_hosts: Sequence[str],
+    cors: Sequence[str],
+    quiet: bool,
+    routes: Sequence[Any] | None,
 ) -> None:
     import asyncio
 
@@ -90,7 +99,9 @@ def _serve(
             "add a name with --allow-host NAME",
             err=True,
         )
-    asyncio.run(serve_forever(library, host, port, quiet=quiet, allow_hosts=allow_hosts, cors=cors))
+    asyncio.run(
+        serve_forever(library, host, port, quiet=quiet, allow_hosts=allow_hosts, cors=cors, routes=routes)
+    )
 
 
 def _unpacked(path: Path, stack: contextlib.ExitStack, quiet: bool) -> Path:
@@ -172,6 +183,8 @@ def add_commands(cli: click.Group) -> None:
         """
         from ..replay.library import Library
 
+        pm = click.get_current_context().obj  # the command line's plugins: none it switched off
+        routes = Hooks(pm).routes() if isinstance(pm, pluggy.PluginManager) else None
         for origin in cors:
             if origin != "null" and not _ORIGIN.fullmatch(origin.rstrip("/")):
                 raise UsageError(f"--cors {origin}: expected an origin such as https://tool.example:8080")
@@ -181,4 +194,4 @@ def add_commands(cli: click.Group) -> None:
         unpacked = contextlib.ExitStack()
         with unpacked:
             library = Library.open([_unpacked(path, unpacked, quiet) for path in archives])
-            _serve(library, host, port, allow_hosts, cors, quiet)
+            _serve(library, host, port, allow_hosts, cors, quiet, routes)
