@@ -166,6 +166,10 @@ async def crawl_finished(crawl: Crawl) -> None:
     crawl.finishing = ""
     await closing
     crawl.stats["index.pending"] = feeder.pending
+    if feeder.pending and not interrupted and feeder.options.wait:
+        # the catch-up stopped short (no space left): not complete, so `crawl --resume`,
+        # which the crawl's message names, indexes the rest
+        crawl.complete = False
 
 
 @hookimpl
