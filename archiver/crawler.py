@@ -206,6 +206,11 @@ class Crawler:
             self.identity.save()
             try:
                 await self.hooks.crawl_finished(crawl)
+            except BaseException:
+                # a plugin's catch-up failed (a full disk): not complete, so the resume the
+                # fault's message names catches up instead of finding nothing to do
+                crawl.complete = False
+                raise
             finally:
                 if waiting:
                     # plugins catching up after the last page (the index): a stage of its own,

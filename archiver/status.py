@@ -154,6 +154,16 @@ def _report_complete(archive: Path) -> bool | None:
     return bool(report.get("complete")) if isinstance(report, dict) else None
 
 
+def _ended_complete(archive: Path) -> bool:
+    """Whether the crawl whose queue is empty ended complete: one whose plugins had pages
+    left to handle (the index's catch-up stopped by a full disk) ended resumable."""
+    from .history import read_history
+
+    runs = read_history(archive)
+    last = runs[-1] if runs else None
+    return last is None or last.finished is None or last.complete
+
+
 def archive_status(archive: Path) -> ArchiveStatus:
     """Inspect `archive`; an absent folder is `new`, a folder that is no archive an error."""
     if not archive.exists():
@@ -174,7 +184,7 @@ def archive_status(archive: Path) -> ArchiveStatus:
         elif counts.seen == 0:
             state = NEW
         elif counts.finished:
-            state = COMPLETE
+            state = COMPLETE if _ended_complete(archive) else RESUMABLE
         else:
             state = RESUMABLE
         hosts = read_host_counts(state_path) if running else {}

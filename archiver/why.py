@@ -23,6 +23,7 @@ from .units import size
 
 if TYPE_CHECKING:
     from .robots import RobotsEntry
+    from .rules import Rules
 
 # The rules (robots.txt, URL canonicalization, the address guard) are imported by the
 # functions that apply them: the command line imports this module for `why` and must
@@ -47,6 +48,30 @@ class Explanation:
     """The host did not answer: the URL is not refused, it cannot be fetched now."""
 
 
+@dataclass(frozen=True)
+class Judge:
+    """The rules of one configuration, built once for every URL judged (`--dry-run` judges
+    each root: building them per root, over every root, was quadratic)."""
+
+    root_keys: frozenset[str]
+    rules: Rules
+
+    @classmethod
+    def of(cls, config: Config, robots: dict[str, RobotsEntry] | None) -> Judge:
+        from .guard import AddressGuard
+        from .robots import agent_token
+        from .rules import Rules, saved_robots_check
+        from .traps import TrapDetector
+        from .urls import Scope, canonical_key
+
+        scope = Scope(config.roots, config.strict, config.include, config.exclude)
+        guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
+        agent = agent_token(config.user_agent)
+        check_robots = saved_robots_check(robots, agent, config.max_tries) if robots is not None else None
+        rules = Rules(config, scope, guard, TrapDetector(config), None, check_robots)
+        return cls(frozenset(canonical_key(root) for root in config.roots), rules)
+
+
 def explain(
     url: str,
     config: Config,
@@ -54,6 +79,7 @@ def explain(
     *,
     logged: dict[str, Any] | None = None,
     kind: LinkKind | None = None,
+    judge: Judge | None = None,
 ) -> Explanation:
     """Walk the crawler's rules (`rules.Rules.ordered`) over `url`; the first refusal decides.
 
@@ -62,25 +88,20 @@ def explain(
     depth and kind are the logged ones when the crawl met the URL; otherwise the URL is
     judged as a link found on a root (a followed page unless `kind` says otherwise).
     """
-    from .guard import AddressGuard
-    from .robots import agent_token, origin_of
-    from .rules import Rules, reason_kind, saved_robots_check
-    from .traps import TrapDetector
-    from .urls import Scope, canonical_key, clean_url
+    from .robots import origin_of
+    from .rules import reason_kind
+    from .urls import canonical_key, clean_url
 
     logged_kind = (logged or {}).get("kind")
     if kind is None:
         kind = LinkKind(logged_kind) if logged_kind in {k.value for k in LinkKind} else LinkKind.PAGE
     cleaned = clean_url(url) or url
-    is_root = canonical_key(cleaned) in {canonical_key(r) for r in config.roots}
+    judge = judge or Judge.of(config, robots)
+    is_root = canonical_key(cleaned) in judge.root_keys
     depth, referrer = (0, None) if is_root else (1, config.roots[0] if config.roots else "")
     if logged is not None and not is_root and isinstance(logged.get("depth"), int):
         depth = logged["depth"]
-    scope = Scope(config.roots, config.strict, config.include, config.exclude)
-    guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
-    agent = agent_token(config.user_agent)
-    check_robots = saved_robots_check(robots, agent, config.max_tries) if robots is not None else None
-    rules = Rules(config, scope, guard, TrapDetector(config), None, check_robots)
+    rules = judge.rules
     skipped = str(logged.get("reason")) if logged is not None and logged.get("outcome") == "skipped" else None
     steps: list[Step] = []
     for rule in rules.ordered:
@@ -251,8 +272,9 @@ def dry_run(config: Config) -> tuple[str, list[str]]:
     robots = asyncio.run(live_robots(config, roots)) if config.robots else None
     lines = [dry_run_header(config), ""]
     unreachable = []
+    judge = Judge.of(config, robots)
     for root in config.roots:
-        explanation = explain(root, config, robots)
+        explanation = explain(root, config, robots, judge=judge)
         lines.append(render(explanation))
         if explanation.unreachable:
             unreachable.append(root)

@@ -272,3 +272,36 @@ async def test_close_while_a_renewal_is_in_flight_returns(redis_server: RedisSer
         await asyncio.wait_for(frontier.close(), 5)
         await asyncio.sleep(0)
         assert renewer is not None and renewer.done()
+
+
+def test_redis_out_of_memory_at_the_start_is_one_line(
+    redis_server: RedisServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 42 point 12: a Redis at its maxmemory refused the crawl's first writes with a
+    70-line traceback; it is one line, and nothing of the crawl is left in Redis."""
+    client = redis_server.client()
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", str(used))
+    try:
+        archive = str(tmp_path / "a")
+        args = [
+            "crawl",
+            "http://127.0.0.1:9/",
+            "-o",
+            archive,
+            "--frontier",
+            redis_server.url,
+            "--crawl-id",
+            "oom",
+        ]
+        code = main([*args, "-q"])
+    finally:
+        client.config_set("maxmemory", "0")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1, err
+    assert err == [
+        f"archiver: error: the Redis frontier at {redis_server.url} refused to start the crawl:"
+        " command not allowed when used memory > 'maxmemory'."
+    ]
+    assert not client.keys("archiver:{oom}:*")

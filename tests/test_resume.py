@@ -20,13 +20,14 @@ from archiver_plugins.warc.verify import verify_file
 from cli_process import PLUGINS_ONLY, start_archiver
 from warcio.archiveiterator import ArchiveIterator
 
-from archiver.errors import ArchiveLockedError
+from archiver.errors import ArchiveError, ArchiveLockedError
 from archiver.frontier_sqlite import read_counts
+from archiver.history import read_history
 from archiver.hookspecs import hookimpl
 from archiver.layout import STATE_NAME
 from archiver.lock import ArchiveLock, read_holder
 from archiver.manager import make_plugin_manager
-from archiver.model import Crawl, Page
+from archiver.model import Crawl, Link, Page
 from archiver.resume import plan_run
 from archiver.runner import run_crawl
 from archiver.status import archive_status
@@ -365,3 +366,48 @@ async def test_sigkill_at_random_moments_loses_and_duplicates_nothing(
         assert report.ok, [str(f) for f in report.faults]
     saved = read_counts(archive / STATE_NAME)
     assert saved.done + saved.failed == saved.seen == len(expected)
+
+
+class CatchingUp:
+    """A plugin that handles pages after the last one (as the index does), whose first
+    catch-up fails as a full disk fails it, leaving `left` pages waiting."""
+
+    def __init__(self) -> None:
+        self.left = 0
+        self.runs = 0
+
+    @hookimpl
+    async def crawl_started(self, crawl: Crawl) -> None:
+        self.runs += 1
+        crawl.stats["lag.pending"] = self.left
+
+    @hookimpl
+    async def page_fetched(self, page: Page, links: Sequence[Link], crawl: Crawl) -> None:
+        self.left += 1
+        crawl.stats["lag.pending"] = self.left
+
+    @hookimpl
+    async def crawl_finished(self, crawl: Crawl) -> None:
+        if self.runs == 1:
+            raise ArchiveError("no space left on device")
+        self.left = crawl.stats["lag.pending"] = 0
+
+
+async def test_a_catch_up_that_failed_leaves_the_crawl_resumable(
+    site: Site, crawl_archive: CrawlFn, tmp_path: Path
+) -> None:
+    """Issue 42 point 10: a full disk during the index catch-up ended a crawl "complete" with
+    pages unindexed, and the `--resume` its message named did nothing; now it is resumable
+    and the resume catches up."""
+    site.page("/", links=["/a", "/b"])
+    site.page("/a")
+    site.page("/b")
+    plugin = CatchingUp()
+    with pytest.raises(ArchiveError, match="no space left"):
+        await crawl_archive(site.url("/"), plugins=("links",), extra=[plugin], frontier="sqlite")
+    assert archive_status(tmp_path / "archive").state == "resumable"
+    again = await crawl_archive(site.url("/"), plugins=("links",), extra=[plugin], frontier="sqlite")
+    assert again.resumed and plugin.runs == 2
+    assert again.complete and again.stats["lag.pending"] == 0
+    assert set(site.hits.values()) == {1}  # nothing fetched twice
+    assert [run.complete for run in read_history(again.archive)] == [True]

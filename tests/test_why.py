@@ -139,3 +139,15 @@ async def test_why_another_host_is_out_of_scope(
     assert "ok  host" not in out
     assert "verdict: out of scope: host: example.com is not the host of a root (strict;" in out
     assert "host: host" not in out and "host out of scope" not in out
+
+
+@pytest.mark.timeout(60)
+def test_dry_run_of_thousands_of_roots_is_linear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42 point 12: the rules were built again for every root, over every root: 2,000
+    roots took 278 s at load 11 (1.4 s now); 5,000 would take half an hour, here a few seconds."""
+    roots = tmp_path / "roots.txt"
+    roots.write_text("".join(f"http://127.0.0.1:9/p{i}\n" for i in range(5000)))
+    output = tmp_path / "never"
+    assert main(["crawl", "-i", str(roots), "-o", str(output), "--dry-run", "--ignore-robots"]) == 0
+    assert capsys.readouterr().out.count("verdict: in scope") == 5000
+    assert not output.exists()

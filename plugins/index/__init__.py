@@ -169,6 +169,10 @@ async def crawl_finished(crawl: Crawl) -> None:
             f"{waiting:,} {'page waits' if waiting == 1 else 'pages wait'} for the search index;"
             f" `archiver reindex --pending {crawl.archive}` indexes them"
         )
+    if waiting and not interrupted and feeder.options.wait:
+        # the catch-up stopped short (no space left): not complete, so `crawl --resume`,
+        # which the crawl's message names, indexes the rest
+        crawl.complete = False
 
 
 @hookimpl

@@ -526,14 +526,22 @@ class RedisFrontier(Frontier):
             ("drop", DROP_SCRIPT),
         ):
             self._scripts[name] = client.register_script(text)
-        async with client.pipeline(transaction=True) as pipe:
-            for name, value in self._meta.items():
-                pipe.hsetnx(self.prefix + "meta", name, value)
-            pipe.hsetnx(self.prefix + "meta", "created", repr(time.time()))
-            pipe.set(self.prefix + "config", self._config_text, nx=True)
-            pipe.hset(self.prefix + "workers", self.worker, self._heartbeat())
-            pipe.llen(self.prefix + "control")
-            self._control_seen = (await pipe.execute())[-1]
+        try:
+            async with client.pipeline(transaction=True) as pipe:
+                for name, value in self._meta.items():
+                    pipe.hsetnx(self.prefix + "meta", name, value)
+                pipe.hsetnx(self.prefix + "meta", "created", repr(time.time()))
+                pipe.set(self.prefix + "config", self._config_text, nx=True)
+                pipe.hset(self.prefix + "workers", self.worker, self._heartbeat())
+                pipe.llen(self.prefix + "control")
+                self._control_seen = (await pipe.execute())[-1]
+        except redis_errors.ResponseError as exc:  # out of memory (maxmemory), read-only replica...
+            self._redis = None
+            await client.aclose()
+            reason = str(exc).split("caused error: ", 1)[-1].strip("(),'\"")
+            raise FrontierUnavailableError(
+                f"the Redis frontier at {redacted(self.url)} refused to start the crawl: {reason}"
+            ) from None
         self.round_trips.other += 2
         self._renewer = asyncio.create_task(self._renew_forever(), name="archiver-redis-renew")
 
