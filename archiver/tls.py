@@ -28,15 +28,18 @@ _TRUST_HINT = "--ca-certificate FILE trusts its authority, --no-check-certificat
 
 
 def client_context(config: Config) -> ssl.SSLContext | bool:
-    """What aiohttp's connector takes as `ssl`: a context checking certificates, or False for none.
+    """What aiohttp's connector takes as `ssl`: True for aiohttp's own checking context (the
+    system's authorities), a context that also trusts `ca_certificate`, or False for no check.
 
     Raises ConfigError for a `ca_certificate` that cannot be read as PEM certificates.
     """
     if not config.check_certificate:
         return False
+    if not config.ca_certificate:
+        return True
     context = ssl.create_default_context()
-    if config.ca_certificate:
-        load_authorities(context, Path(config.ca_certificate))
+    context.set_alpn_protocols(["http/1.1"])  # as aiohttp's own context: the crawl speaks HTTP/1.1
+    load_authorities(context, Path(config.ca_certificate))
     return context
 
 

@@ -181,3 +181,46 @@ async def test_qa_of_an_export_names_what_the_mirror_lacks_that_the_archive_has(
     assert site.url("/data.json") in {r.url for r in home.missing}  # not archived at all
     assert [r.url for r in home.live] == [f"http://127.0.0.1:{other_site.server.port}/away"]
     assert other_site.hits == {}, "a request reached the live stand-in"
+
+
+def _solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+async def test_a_browser_capture_waits_for_its_slow_images_before_its_screenshot(
+    site: Site, tmp_path: Path
+) -> None:
+    """Images that arrive after idle_timeout (a slow host, one request at a time) are in the
+    capture's screenshot: QA then finds the replay, which has them all, equal to it."""
+    from archiver.manager import make_plugin_manager
+    from archiver.runner import run_crawl
+    from archiver.testing import make_config
+
+    executable = chromium_path()
+    colours = [(200, 30, 30), (30, 160, 30), (30, 30, 200), (220, 180, 0)]
+    images = "".join(f'<img src="/i{n}.png" width="300" height="200">' for n in range(len(colours)))
+    site.page("/", f"<!doctype html><html><head><title>Shapes</title></head><body>{images}</body></html>")
+    for n, colour in enumerate(colours):
+        site.page(f"/i{n}.png", _solid_png(300, 200, colour), content_type="image/png", delay=0.8)
+    browser = {"all": True, "tabs": 1, "idle_timeout": 1.0, "page_timeout": 20.0, "scroll_rounds": 0}
+    config = make_config(tmp_path, [site.url("/")], per_host_concurrency=1, plugins={"browser": browser})
+    names = ("links", "warc", "browser")
+    pm = make_plugin_manager(autoload=False, modules=[f"archiver_plugins.{name}" for name in names])
+    archive = (await run_crawl(config, pm)).archive
+    _, summary = await check_archive(archive, executable, Selection(pattern=re.compile(r"/$")))
+    page = next(iter(_results(archive, 1)))
+    assert page["screenshot_score"] >= 0.99, page
+    assert summary.complete == 1

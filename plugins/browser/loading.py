@@ -56,6 +56,9 @@ VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000
 """Taller pages get a screenshot of the first screen only (a PNG stays a few MB at most)."""
 IDLE_AFTER_SCROLL = 2.0
+FINISH_SECONDS = 3.0
+"""Of `page_timeout`, what is kept for the DOM, the links and the screenshot after the wait for
+the page's own requests."""
 QUIET_SECONDS = 0.5
 """The network is quiet once no request of the page was pending for this long."""
 CLOSE_TIMEOUT = 10.0
@@ -249,9 +252,10 @@ class PageSession:
         self._crashed = asyncio.Event()
         self._pending = 0
         self._last_activity = time.monotonic()
+        self._started = time.monotonic()
 
     async def run(self, browser: Any) -> Rendering:
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT):
                 context = await browser.new_context(
@@ -353,6 +357,7 @@ class PageSession:
         if self.settings.scroll_rounds:
             await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
             await self._quiet(time.monotonic() + min(self.settings.idle_timeout, IDLE_AFTER_SCROLL))
+        await self._answers_in()
         self.result.links += _strings(await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS))
         for url in _strings(await page.evaluate("() => window.__archiverPopups || []"))[:5]:
             self.note(f"refused a pop-up window ({url})")
@@ -365,6 +370,23 @@ class PageSession:
             height = await page.evaluate(HEIGHT_SCRIPT)
             full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
             self.result.screenshot = await page.screenshot(type="png", full_page=full, animations="disabled")
+
+    async def _answers_in(self) -> None:
+        """Wait for the answers the crawl still owes the page (its politeness spaces a host's
+        requests, so a page of many images outlasts `idle_timeout`), within `page_timeout` less
+        FINISH_SECONDS: the DOM and the screenshot then show the page with its own resources, the
+        state `archiver qa` compares its replay with."""
+        owed = [task for task in self._fetches if not task.done()]
+        if not owed:
+            return
+        left = self._started + self.settings.page_timeout - FINISH_SECONDS - time.monotonic()
+        if left > 0:
+            await asyncio.wait(owed, timeout=left)
+        late = sum(not task.done() for task in owed)
+        if late:
+            self.note(f"{late} of the page's requests still unanswered when it was saved")
+        else:
+            await self._quiet(time.monotonic() + QUIET_SECONDS * 2)
 
     async def _quiet(self, deadline: float) -> bool:
         return await until_quiet(lambda: (self._pending, self._last_activity), deadline)
