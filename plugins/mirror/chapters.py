@@ -8,7 +8,7 @@ uses; every other element gives way to its content.  Links are handed to the boo
 which knows the chapters and images: a link to a chapter stays inside the book, one to
 any other web page points to the live web, anything else loses its link.
 
-Imports from the index plugin are kept in this module alone.
+The main text comes from the index plugin, through `maintext`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from ..index.extract import main_content
+from .maintext import main_content
 
 __all__ = ["Chapter", "LinkTarget", "chapter_of"]
 
