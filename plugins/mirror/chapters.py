@@ -119,9 +119,11 @@ class _Writer:
             self.children(node, parent, in_link, in_inline)
             return
         attributes = self._attributes(node, tag)
-        if tag == "a" and "href" not in attributes:
+        if tag == "a" and not attributes:
             self.children(node, parent, in_link, in_inline)
             return
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
         if tag in _HEADINGS and len(self.headings) < MAX_HEADINGS:
             text = " ".join(node.text(deep=True, separator=" ").split())
             if text:
@@ -146,8 +148,7 @@ class _Writer:
         found: dict[str, str] = {}
         identifier = node.attributes.get("id")
         if identifier and _ID.match(identifier) and identifier not in self.ids:
-            self.ids.add(identifier)
-            found["id"] = identifier
+            found["id"] = identifier  # taken when the element is written
         if tag == "a":
             raw = (node.attributes.get("href") or "").strip()
             href = self.page(urljoin(self.base, raw)) if raw and not raw.startswith("#") else None
