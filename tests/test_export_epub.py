@@ -150,7 +150,8 @@ def test_hostile_markup_gives_well_formed_chapters() -> None:
     deep = "<div>" * 5000 + "deep text" + "</div>" * 5000
     html = (
         "<title>Bad \x01 title</title><body><main><p id='a'>one\x0b</p><p id='a'>dup</p>"
-        "<p id='1bad'>x</p><a href='/x'>outer <a href='/y'>inner</a></a><li>loose</li><td>cell</td>"
+        "<p id='1bad'>x</p><a id='anchor'>kept</a> <a href='#anchor'>to anchor</a>"
+        "<a href='/x'>outer <a href='/y'>inner</a></a><li>loose</li><td>cell</td>"
         "<dd>term</dd><figcaption>cap</figcaption><p><a href='/z'><h2>heading in link</h2></a></p>"
         f"{deep}<img src='data:image/png;base64,AAAA' alt='inline'><img src='/i.png'></main></body>"
     )
@@ -160,6 +161,7 @@ def test_hostile_markup_gives_well_formed_chapters() -> None:
     text = "".join(root.itertext())
     assert "deep text" in text and "inline" in text and "\x01" not in text and "\x0b" not in text
     ids = [node.get("id") for node in root.iter() if node.get("id")]
-    assert ids == ["a"]
+    assert ids == ["a", "anchor"]
+    assert [link.get("href") for link in root.iter("a") if link.text == "to anchor"] == ["#anchor"]
     assert not any(node.tag in ("li", "td", "dd", "figcaption") for node in root.iter())
     assert all(link.find(".//a") is None for link in root.iter("a"))

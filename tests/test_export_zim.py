@@ -153,3 +153,22 @@ async def test_an_interrupted_export_leaves_no_file(
     with pytest.raises(KeyboardInterrupt):
         await export(archive, tmp_path / f"{BOOK}.zim")
     assert calls == 5 and not files_named(tmp_path, BOOK)
+
+
+def test_the_backlog_waits_for_the_indexer_and_gives_up_when_it_stalls() -> None:
+    import threading
+
+    from archiver_plugins.mirror.zim import Backlog
+
+    backlog = Backlog(limit=2, stall=5.0)
+    for _ in range(4):
+        backlog.hand()
+    indexer = threading.Timer(0.05, lambda: [backlog.indexed_one() for _ in range(2)])
+    indexer.start()
+    backlog.wait()  # returns once the indexer has caught up to within the limit
+    indexer.join()
+    assert (backlog.handed - backlog.indexed, backlog.stalled) == (2, False)
+    silent = Backlog(limit=0, stall=0.05)
+    silent.hand()
+    silent.wait()  # nobody indexes: it stops waiting, and never waits again
+    assert silent.stalled

@@ -1,6 +1,6 @@
 """One page's main text as the XHTML body of an EPUB chapter.
 
-The main text is what the index searches (`archiver_plugins.index.extract.main_content`:
+The main text is what the index searches (`archiver_plugins.markup.text.main_content`:
 no navigation, side bars or footers).  E-readers validate strictly and render little, so
 the chapter keeps only the elements of a text (headings, paragraphs, lists, tables,
 quotes, code, figures, images and links) and of their attributes only those a reader
@@ -8,7 +8,7 @@ uses; every other element gives way to its content.  Links are handed to the boo
 which knows the chapters and images: a link to a chapter stays inside the book, one to
 any other web page points to the live web, anything else loses its link.
 
-Imports from the index plugin are kept in this module alone.
+The main text comes from the markup library, as the index takes it.
 """
 
 from __future__ import annotations
@@ -119,9 +119,11 @@ class _Writer:
             self.children(node, parent, in_link, in_inline)
             return
         attributes = self._attributes(node, tag)
-        if tag == "a" and "href" not in attributes:
+        if tag == "a" and not attributes:
             self.children(node, parent, in_link, in_inline)
             return
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
         if tag in _HEADINGS and len(self.headings) < MAX_HEADINGS:
             text = " ".join(node.text(deep=True, separator=" ").split())
             if text:
@@ -146,8 +148,7 @@ class _Writer:
         found: dict[str, str] = {}
         identifier = node.attributes.get("id")
         if identifier and _ID.match(identifier) and identifier not in self.ids:
-            self.ids.add(identifier)
-            found["id"] = identifier
+            found["id"] = identifier  # taken when the element is written
         if tag == "a":
             raw = (node.attributes.get("href") or "").strip()
             href = self.page(urljoin(self.base, raw)) if raw and not raw.startswith("#") else None

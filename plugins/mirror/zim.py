@@ -15,6 +15,7 @@ import mimetypes
 import os
 import re
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import unescape
@@ -26,6 +27,7 @@ from archiver.api import ArchiveError, UsageError
 
 from .contents import HTML_TYPES
 from .icon import illustration
+from .maintext import searchable_text
 from .names import MirrorPath
 from .options import ExportOptions, start_pages
 from .plan import Plan, normalize
@@ -43,10 +45,6 @@ TITLE_CHARS = 30
 """The longest Title the ZIM metadata conventions allow (zimcheck reports a longer one)."""
 DESCRIPTION_CHARS = 80
 _TITLE = re.compile(rb"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_DESCRIPTION = re.compile(
-    rb"""<meta\b(?=[^>]*\bname\s*=\s*["']?description\b)[^>]*\bcontent\s*=\s*(?:"([^"]*)"|'([^']*)')""",
-    re.IGNORECASE,
-)
 _ICON_LINK = re.compile(
     rb"""<link\b(?=[^>]*\brel\s*=\s*["']?[^"'>]*\bicon\b)[^>]*\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""",
     re.IGNORECASE,
@@ -72,14 +70,6 @@ def page_title(data: bytes) -> str:
     if match is None:
         return ""
     return _CONTROL.sub("", " ".join(unescape(match.group(1).decode("utf-8", "replace")).split()))
-
-
-def _description(data: bytes) -> str:
-    match = _DESCRIPTION.search(data[:_HEAD_BYTES])
-    if match is None:
-        return ""
-    raw = match.group(1) if match.group(1) is not None else match.group(2)
-    return _CONTROL.sub("", " ".join(unescape(raw.decode("utf-8", "replace")).split()))
 
 
 def _cut(text: str, limit: int) -> str:
@@ -144,12 +134,90 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
+class Backlog:
+    """Pages handed to libzim that its worker thread has not indexed yet, kept few.
+
+    libzim queues its work (compressing the clusters, indexing the pages) for its worker
+    threads without a bound: a Python loop that reads and rewrites pages faster than
+    Zstandard and Xapian keep up (always, at libzim's compression level) would hold every
+    page in memory (460 MB and growing on the 10,000-page bench site).  The worker takes
+    the tasks in order and asks each page's `_IndexText` for its text when it indexes it,
+    so the loop waits while more than `limit` pages are not yet asked for: all the work
+    queued before them is done by then.  Should libzim stop asking (a version that indexes
+    otherwise), the loop stops waiting after `stall` seconds without progress.
+    """
+
+    def __init__(self, limit: int, stall: float = 60.0) -> None:
+        self.limit = limit
+        self.stall = stall
+        self.handed = self.indexed = 0
+        self.stalled = False
+        self._changed = threading.Condition()
+
+    def hand(self) -> None:
+        with self._changed:
+            self.handed += 1
+
+    def indexed_one(self) -> None:
+        with self._changed:
+            self.indexed += 1
+            self._changed.notify()
+
+    def wait(self) -> None:
+        with self._changed:
+            while not self.stalled and self.handed - self.indexed > self.limit:
+                before = self.indexed
+                if not self._changed.wait(self.stall) and self.indexed == before:
+                    self.stalled = True
+
+
+XAPIAN_FLUSH_PAGES = 250
+MAX_BACKLOG = 256
+"""Pages libzim may have queued and not yet indexed (about 256 x 30 KB of text and clusters)."""
+
+
+class _IndexText:
+    """What libzim's full-text index holds of a page: its title and main text (no navigation,
+    side bars or footers: the text our own search index holds)."""
+
+    def __init__(self, title: str, text: str, backlog: Backlog) -> None:
+        self.title, self.text, self.backlog = title, text, backlog
+        self.counted = False
+
+    def has_indexdata(self) -> bool:
+        if not self.counted:  # libzim's worker asks this first, when it indexes the page
+            self.counted = True
+            self.backlog.indexed_one()
+        return True
+
+    def get_title(self) -> str:
+        return self.title
+
+    def get_content(self) -> str:
+        return self.text
+
+    def get_keywords(self) -> str:
+        return ""
+
+    def get_wordcount(self) -> int:
+        return len(self.text.split())
+
+    def get_geoposition(self) -> tuple[float, float] | None:
+        return None
+
+
 class _Entry:
     """One ZIM entry handed to libzim: its path, title, type and bytes."""
 
-    def __init__(self, writer: Any, path: str, title: str, mime: str, data: bytes, front: bool) -> None:
+    def __init__(
+        self, writer: Any, path: str, title: str, mime: str, data: bytes, index: _IndexText | None
+    ) -> None:
         self._writer = writer
-        self.path, self.title, self.mime, self.data, self.front = path, title, mime, data, front
+        self.path, self.title, self.mime, self.data, self.index = path, title, mime, data, index
+        self.front = index is not None
+
+    def get_indexdata(self) -> _IndexText | None:
+        return self.index
 
     def get_path(self) -> str:
         return self.path
@@ -189,8 +257,12 @@ class ZimSink:
         self.description = ""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.partial)
-        entry_class = type("ZimEntry", (_Entry, writer.Item), {})
-        self._entry_class = entry_class
+        # Xapian keeps the postings of up to 10,000 pages in memory before it writes them
+        # (80 MB every 500 pages of the bench site); it reads this when libzim opens its indexes.
+        os.environ.setdefault("XAPIAN_FLUSH_THRESHOLD", str(XAPIAN_FLUSH_PAGES))
+        self._entry_class = type("ZimEntry", (_Entry, writer.Item), {})
+        self._index_class = type("ZimIndexText", (_IndexText, writer.IndexData), {})
+        self.backlog = Backlog(MAX_BACKLOG)
         # One compression thread: libzim compresses each cluster with Zstandard at a high level,
         # whose context holds about 75 MB; its default of four threads peaked at 330 MB. The
         # thread still runs beside this one, which reads and rewrites the next pages.
@@ -226,15 +298,23 @@ class ZimSink:
         missing: list[list[str]] | None = None,
     ) -> None:
         mime = self._mime(path, url)
-        page = mime in HTML_TYPES
-        title = page_title(data) if page else ""
-        if path == self.main:
-            self.description = _description(data)
-        item = self._entry_class(self._writer, "/".join(path), title, mime, data, page)
+        index = None
+        title = ""
+        if mime in HTML_TYPES:
+            found = searchable_text(data, mime)
+            title = page_title(data) or found.title
+            text = " ".join(part for part in (found.description, found.text) if part)
+            index = self._index_class(title, text, self.backlog)
+            if path == self.main:
+                self.description = found.description
+        item = self._entry_class(self._writer, "/".join(path), title, mime, data, index)
         try:
             self._creator.add_item(item)
         except RuntimeError as exc:
             raise ArchiveError(f"libzim refused {'/'.join(path)}: {exc}") from None
+        if index is not None:
+            self.backlog.hand()
+            self.backlog.wait()
         self.written += 1
         self.payload += len(data)
 
