@@ -39,7 +39,8 @@ from .fetcher import (
     stored_page,
     without_validators,
 )
-from .frontier import Frontier, Item
+from .frontier import Frontier, Holding, Item
+from .gate import RequestGate, RequestHeld, on_wire_phrase
 from .guard import AddressGuard
 from .identity import CrawlIdentity
 from .linkmemo import LinkMemo
@@ -63,6 +64,15 @@ _SKIP_LOG_MEMORY = 200_000
 _REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
 """Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
+
+
+class _Held(Exception):
+    """A request for `item` was stopped before it reached the network (`gate`): the URL goes
+    back to its host's queue, with the tries it had made (`item.tries`)."""
+
+    def __init__(self, item: Item) -> None:
+        super().__init__(item.url)
+        self.item = item
 
 
 class _WaitForHost(Exception):
@@ -90,6 +100,8 @@ class Crawler:
         self.archive = archive
         self.scope = Scope(config.roots, config.strict, config.include, config.exclude)
         self.limiter = HostLimiter(config)
+        self.gate = RequestGate(self.limiter.held)
+        """Closed by a pause or a stop, it lets no request that has not reached the network start."""
         self.traps = TrapDetector(config)
         self.guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
         self.rules = Rules(config, self.scope, self.guard, self.traps, self._plugin_refusal)
@@ -282,8 +294,12 @@ class Crawler:
                 except ArchiverError as exc:
                     inbox.answer(command, False, str(exc))
                     continue
+                record = control.as_record(command)
+                await self.frontier.share(record, self.config)
+                if _holds(command):
+                    # answered once every process of a shared crawl holds
+                    message = self._held_message(command, await self.frontier.held_everywhere(record))
                 self._log_control(command, message)
-                await self.frontier.share(control.as_record(command), self.config)
                 inbox.answer(command, True, message)
             for record in await self.frontier.shared_commands():
                 passed_on = control.from_record(record)
@@ -293,7 +309,30 @@ class Crawler:
                     self._log_control(passed_on, await self._apply(passed_on, shared=True))
                 except ArchiverError as exc:
                     log.warning("archiver control from another process refused: %s", exc)
+                    continue
+                if _holds(passed_on):
+                    await self.frontier.confirm_held(record, self._on_wire_for(passed_on))
             await asyncio.sleep(control.POLL_SECONDS)
+
+    def _on_wire_for(self, command: control.Command) -> int:
+        """Requests already sent that `command` (a pause, a host pause, a stop) lets finish."""
+        return self.gate.requests_on_wire(command.args[0] if command.verb == "host" else None)
+
+    def _held_message(self, command: control.Command, others: Holding) -> str:
+        """The acknowledgement of a pause, a host pause or a stop: what is still on the wire."""
+        on_wire = on_wire_phrase(self._on_wire_for(command) + others.on_wire)
+        if others.processes:
+            on_wire += f" (in {others.processes + 1} processes)"
+        if command.verb == "stop":
+            message = f"stopping: {on_wire}, then the crawl stops (resumable); nothing new starts"
+        elif command.verb == "host":
+            message = f"host {command.args[0]} paused: {on_wire}; nothing new starts"
+        else:
+            message = f"paused: {on_wire}; nothing new starts"
+        if others.silent:
+            names = ", ".join(others.silent)
+            message += f"; not confirmed by {len(others.silent)} process(es) that may have stopped: {names}"
+        return message
 
     def _log_control(self, command: control.Command, message: str) -> None:
         log.warning("archiver control: %s", message)
@@ -310,16 +349,19 @@ class Crawler:
         crawl, config = self.crawl, self.config
         if verb == "pause":
             self._running.clear()
+            self.gate.closed = True
             crawl.paused = True
-            return f"paused: {len(self._busy)} fetches in flight finish, no new one starts"
+            return self._held_message(command, Holding())
         if verb == "resume":
+            self.gate.closed = False
             self._running.set()
             crawl.paused = False
             return "resumed"
         if verb == "stop":
+            self.gate.closed = True
             self._running.set()
             self._reach_limit("stopped by `archiver control stop`")
-            return "stopping: fetches in flight finish, then the crawl stops (resumable)"
+            return self._held_message(command, Holding())
         if verb in ("exclude", "include"):
             return await self._add_pattern(args[0], verb == "exclude", command.at, drop=not shared)
         if verb == "delay":
@@ -336,7 +378,9 @@ class Crawler:
             return self._set_tasks(int(args[0]))
         host, action = args
         self.limiter.hold(host, action == "pause")
-        return f"host {host} {'paused' if action == 'pause' else 'resumed'}"
+        if action == "resume":
+            return f"host {host} resumed"
+        return self._held_message(command, Holding())
 
     async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
         """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
@@ -515,11 +559,30 @@ class Crawler:
                     if await self.frontier.give_back(item, wait.item):
                         continue
                     failed = await self._process(wait.item, may_give_back=False, turn=turn)
+                except _Held as held:
+                    if await self.frontier.give_back(item, held.item):
+                        continue
+                    failed = await self._process_when_open(held.item, turn)
                 finally:
                     self._busy.discard(task)
             finally:
                 turn.end()
             await self.frontier.done(item, failed=failed)
+
+    async def _process_when_open(self, item: Item, turn: Turn) -> bool:
+        """`item` with a frontier that cannot take it back: fetched once the gate lets it through."""
+        turn.end()
+        while True:
+            await self._running.wait()
+            await self._turns.take()
+            turn = Turn(self._turns)
+            try:
+                return await self._process(item, turn=turn)
+            except _Held as held:
+                item = held.item
+                await asyncio.sleep(control.POLL_SECONDS)
+            finally:
+                turn.end()
 
     async def _not_yet(self, item: Item) -> bool:
         """Give `item` back to the frontier when its host's robots.txt was just fetched (the
@@ -530,7 +593,10 @@ class Crawler:
         """
         if not self.scheduled or self.robots is None:
             return False
-        fetched, settled = await self.robots.prepare(item.url)
+        try:
+            fetched, settled = await self.robots.prepare(item.url)
+        except RequestHeld:
+            raise _Held(item) from None
         if settled and not (fetched and not self.limiter.may_start(item.url)):
             return False
         return await self.frontier.give_back(item)
@@ -563,6 +629,8 @@ class Crawler:
                 if may_give_back and self.scheduled:
                     raise _WaitForHost(dataclasses.replace(item, tries=attempt))
                 continue
+            except RequestHeld:
+                raise _Held(dataclasses.replace(item, tries=attempt - 1)) from None
             except FetchError as exc:
                 error = exc
                 error.attempts = attempt
@@ -591,7 +659,8 @@ class Crawler:
         proxy = self.identity.proxy_for(item.url)
         if proxy is not None:
             await self._resolver.check_target(item.url)
-        page = await fetch(self._session, item, headers, config, proxy)
+        with self.gate.request(item.url):
+            page = await fetch(self._session, item, headers, config, proxy)
         self.identity.seen(page.headers)
         if self.config.redact_credentials:
             page = dataclasses.replace(page, request_headers=self.identity.stored(page.request_headers))
@@ -661,7 +730,10 @@ class Crawler:
                 self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
                 return False
         if self.robots is not None:
-            verdict = await self.robots.check(item.url)
+            try:
+                verdict = await self.robots.check(item.url)
+            except RequestHeld:
+                raise _Held(item) from None
             if verdict.unreachable and _is_root(item):
                 # no answer from the host at all: the root failed, robots.txt refused nothing
                 error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
@@ -682,7 +754,10 @@ class Crawler:
         page, stored = outcome.page, None
         if self.crawl.mode == "update":
             refetch = functools.partial(self._fetch_in_full, item)
-            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
+            try:
+                page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
+            except RequestHeld:
+                raise _Held(item) from None
             stats["not_modified"] += stored is not None
         if turn is not None:
             self._fetched(item, turn)
@@ -793,6 +868,15 @@ class Crawler:
         except asyncio.CancelledError:
             self._unclaim(key, answer, claim)
             raise
+        except _Held:
+            # not sent (paused): the plugin goes without it, the worker that takes its entry
+            # gives it back to the queue
+            self._requisites[key] = None
+            self._claimed.pop(key, None)
+            paused = FetchError(item.url, "not sent: the crawl or its host is paused", kind="paused")
+            answer.set_result(Outcome(None, paused, 0))
+            claim.set_result(None)
+            return
         except Exception as exc:  # the worker that takes it fails as on any other URL
             self._requisites[key] = None
             answer.set_result(Outcome(None, FetchError(item.url, f"not fetched: {exc}"), 1))
@@ -985,6 +1069,11 @@ class Crawler:
             else "failed",
             reason=limit_reason(page, tries, num_urls, self.config) if page else None,
         )
+
+
+def _holds(command: control.Command) -> bool:
+    """Whether `command` stops requests from starting: a pause, a host pause, a stop."""
+    return command.verb in ("pause", "stop") or (command.verb == "host" and command.args[1:] == ("pause",))
 
 
 def _is_root(item: Item) -> bool:

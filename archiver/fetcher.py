@@ -32,6 +32,7 @@ from .config import Config
 from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError, exhausted
 from .frontier import Item
+from .gate import RequestHeld, current_ticket
 from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
 from .urls import literal_address, resolve_url, wire_url
@@ -387,6 +388,13 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
         if refused is not None:
             connection.close()
             raise aiohttp.ClientConnectorError(req.connection_key, AddressRefused(refused))
+        ticket = current_ticket()
+        if ticket is not None:
+            try:
+                ticket.send()  # the last moment before the request is written (`gate`)
+            except RequestHeld:
+                connection.release()
+                raise
         _peer.set(address)
         return connection
 

@@ -88,6 +88,8 @@ class HostLimiter:
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
         self._paused: dict[str, float] = {}
         """Hosts paused (Retry-After, robots.txt unavailable, held) -> until when; few at a time."""
+        self._held: set[str] = set()
+        """Hosts paused by `archiver control host HOST pause`, until resumed."""
 
     def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
         """(host, gap, where the gap comes from) when a request waited for the gap lately."""
@@ -160,6 +162,10 @@ class HostLimiter:
         control host`); a Retry-After pause ends with it."""
         state = self._site_state(site)
         state.pause_until = time.monotonic() + HELD_SECONDS if held else 0.0
+        if held:
+            self._held.add(site)
+        else:
+            self._held.discard(site)
         self._paused[site] = state.pause_until
         self._changed(site)
 
@@ -229,6 +235,10 @@ class HostLimiter:
             and (self._waited is None or self._waited[1] != site)
         ):
             del self._hosts[site]
+
+    def held(self, site: str) -> bool:
+        """Whether `site` is paused by `archiver control host HOST pause`."""
+        return site in self._held
 
     def paused(self, site: str, now: float) -> bool:
         state = self._hosts.get(site)

@@ -61,7 +61,7 @@ from redis.retry import Retry
 
 from archiver.archive import dump_toml
 from archiver.errors import ArchiveError, ConfigError, UsageError
-from archiver.frontier import Counts, Frontier, Item
+from archiver.frontier import Counts, Frontier, Holding, Item
 from archiver.model import LinkKind
 from archiver.politeness import DEFAULT_DELAY
 from archiver.urls import site_of
@@ -86,6 +86,11 @@ SWEEP_LIMIT = 200
 """Expired leases put back per script run, so one run stays short."""
 HUNGRY_SECONDS = 4 * POLL_MAX
 """How long a worker that asked for work and got less counts as waiting for its share."""
+HOLD_WAIT_SECONDS = 5.0
+"""How long a pause waits for the other processes of the crawl to hold before it is answered."""
+HOLD_POLL_SECONDS = 0.02
+HELD_KEPT_SECONDS = 3600
+"""How long the answers to a pause stay in Redis."""
 CONNECT_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 30.0
 RELEASE_TIMEOUT = 3.0
@@ -156,7 +161,8 @@ def global_delay(config: Config) -> float:
 #   leases   ZSET   key -> deadline
 #   owner    HASH   key -> "TOKEN|HOST|WORKER"
 #   counts   HASH   queued, done, failed, requeued, lost
-#   meta     HASH   concurrency, delay, lease, max_pages, created
+#   meta     HASH   concurrency, delay, lease, max_pages, created, paused (set while paused)
+#   held:ID  HASH   WORKER -> requests on the wire when it held for control command ID
 #   config   STRING the crawl's configuration (TOML), for `archiver worker`
 #   workers  HASH   WORKER -> JSON heartbeat
 #   control  LIST   live-control commands (`archiver control`), each JSON with the sender
@@ -188,10 +194,10 @@ local function unlease(key, owner, outcome)
   if active <= 0 then redis.call('HDEL', p..'active', host) end
   local mine = redis.call('HINCRBY', p..'mine', host..'|'..worker, -1)
   if mine <= 0 then redis.call('HDEL', p..'mine', host..'|'..worker) end
-  if outcome == 'requeue' then
+  if outcome == 'requeue' or outcome == 'back' then
     redis.call('LPUSH', p..'q:'..host, key)
     redis.call('HINCRBY', p..'counts', 'queued', 1)
-    redis.call('HINCRBY', p..'counts', 'requeued', 1)
+    if outcome == 'requeue' then redis.call('HINCRBY', p..'counts', 'requeued', 1) end
   else
     redis.call('HDEL', p..'items', key)
     redis.call('HINCRBY', p..'counts', outcome, 1)
@@ -235,6 +241,7 @@ local function lease(worker, want, now, out)
   local delay = num(redis.call('HGET', p..'meta', 'delay'), 0)
   local others = hungry_others(worker, now)
   local taken, skipped = 0, 0
+  if redis.call('HEXISTS', p..'meta', 'paused') == 1 then want = 0 end
   while taken < want do
     local host = redis.call('ZRANGEBYSCORE', p..'hosts', '-inf', now, 'LIMIT', skipped, 1)[1]
     if not host then break end
@@ -380,6 +387,19 @@ return lost
 """
 )
 
+GIVE_BACK_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, worker, key, token, payload; the leased KEY back at the head of its host's
+-- queue as if never taken, PAYLOAD its item with the tries made; 1 if it was still ours
+local owner = owns(ARGV[3], ARGV[4], ARGV[2])
+if not owner then return 0 end
+unlease(ARGV[3], owner, 'back')
+redis.call('HSET', p..'items', ARGV[3], ARGV[5])
+return 1
+"""
+)
+
 DROP_SCRIPT = (
     _PRELUDE
     + """
@@ -426,14 +446,17 @@ class RoundTrips:
 
 
 def encode_item(item: Item) -> str:
-    return json.dumps([item.url, item.depth, item.redirects_left, item.referrer, str(item.kind)])
+    fields = [item.url, item.depth, item.redirects_left, item.referrer, str(item.kind)]
+    if item.tries:
+        fields.append(item.tries)
+    return json.dumps(fields)
 
 
 def decode_item(key: str, payload: str) -> Item:
     if not payload:
         return Item(key)
-    url, depth, redirects_left, referrer, kind = json.loads(payload)
-    return Item(url, depth, redirects_left, referrer, LinkKind(kind))
+    url, depth, redirects_left, referrer, kind, *tries = json.loads(payload)
+    return Item(url, depth, redirects_left, referrer, LinkKind(kind), tries[0] if tries else 0)
 
 
 def worker_name() -> str:
@@ -517,6 +540,7 @@ class RedisFrontier(Frontier):
             ("finish", FINISH_SCRIPT),
             ("renew", RENEW_SCRIPT),
             ("drop", DROP_SCRIPT),
+            ("give_back", GIVE_BACK_SCRIPT),
         ):
             self._scripts[name] = client.register_script(text)
         async with client.pipeline(transaction=True) as pipe:
@@ -672,6 +696,15 @@ class RedisFrontier(Frontier):
             )
         self._take(reply, 4)
 
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
+        """Back at the head of its host's queue for any process to take, with its tries kept."""
+        lease = self._held.pop(item)
+        args = [self.prefix, self.worker, lease.key, lease.token, encode_item(again or item)]
+        self.round_trips.finish += 1
+        await self._retrying("give back", self._script_call("give_back", args))
+        self._next_poll = 0.0
+        return True
+
     # -- live control ------------------------------------------------------------------
 
     async def share(self, command: dict[str, Any], config: Config) -> None:
@@ -685,7 +718,11 @@ class RedisFrontier(Frontier):
                 pipe.rpush(self.prefix + "control", payload)
                 if verb in ("exclude", "include", "delay", "concurrency"):
                     pipe.set(self.prefix + "config", dump_toml(config.to_toml_dict()))
-                if verb == "delay":
+                if verb == "pause":
+                    pipe.hset(self.prefix + "meta", "paused", command.get("id") or "1")
+                elif verb == "resume":
+                    pipe.hdel(self.prefix + "meta", "paused")
+                elif verb == "delay":
                     pipe.hset(self.prefix + "meta", "delay", repr(float(args[0])))
                 elif verb == "concurrency":
                     pipe.hset(self.prefix + "meta", "concurrency", str(int(args[0])))
@@ -711,6 +748,48 @@ class RedisFrontier(Frontier):
                 if isinstance(command, dict) and command.get("from") != self.worker:
                     commands.append(command)
         return commands
+
+    async def confirm_held(self, command: dict[str, Any], on_wire: int) -> None:
+        key = self.prefix + "held:" + str(command.get("id"))
+
+        async def call(client: aioredis.Redis) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.hset(key, self.worker, str(on_wire))
+                pipe.expire(key, HELD_KEPT_SECONDS)
+                await pipe.execute()
+
+        self.round_trips.other += 1
+        await self._retrying("control", call)
+
+    async def held_everywhere(self, command: dict[str, Any]) -> Holding:
+        """Every other process whose heartbeat is fresh (younger than a lease) reads the command
+        within `control.POLL_SECONDS`, holds, and says so; one that does not within
+        `HOLD_WAIT_SECONDS` is named (it may have been killed since its last heartbeat)."""
+        key = self.prefix + "held:" + str(command.get("id"))
+
+        async def read(client: aioredis.Redis) -> tuple[dict[str, str], dict[str, str]]:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self.prefix + "workers")
+                pipe.hgetall(key)
+                workers, held = await pipe.execute()
+            return workers, held
+
+        deadline = time.monotonic() + HOLD_WAIT_SECONDS
+        while True:
+            self.round_trips.other += 1
+            workers, held = await self._retrying("control", read)
+            alive = {name for name, beat in workers.items() if name != self.worker and self._alive(beat)}
+            if alive <= held.keys() or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(HOLD_POLL_SECONDS)
+        on_wire = sum(int(count) for count in held.values() if count.isdigit())
+        return Holding(len(held), on_wire, tuple(sorted(alive - held.keys())))
+
+    def _alive(self, heartbeat: str) -> bool:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            seen_at = float(json.loads(heartbeat)["seen_at"])
+            return time.time() - seen_at <= self.lease_seconds
+        return False
 
     async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
         """Every host's queue is read and the items refused removed, each by one script that
