@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 
 from .config import Config
 from .urls import site_of
@@ -37,6 +38,34 @@ WAKE_SECONDS = 1.0
 """A request waiting in `slot` looks again at least this often: a pause may have been lifted."""
 HELD_SECONDS = 10 * 365 * 86_400.0
 """A host paused by `archiver control host HOST pause` waits this long: until resumed."""
+
+
+class SharedHosts(Protocol):
+    """The hosts' clock of a crawl shared by several processes (the Redis frontier keeps it), so
+    that a gap, a Retry-After or a robots.txt pause met by one process binds all of them."""
+
+    async def claim_start(self, site: str, gap: float) -> float:
+        """Start a request to `site` now if the whole crawl allows it (0.0; the next one then a
+        `gap` later), else the seconds to wait."""
+        ...
+
+    def pause(self, site: str, seconds: float) -> None:
+        """Hold every process's requests to `site` for `seconds` (told in the background)."""
+        ...
+
+    async def robots_of(self, origin: str) -> tuple[int, bytes] | None:
+        """The robots.txt answer (status, body) another process fetched for `origin`, waiting
+        while one fetches it; None when this process is to fetch it (then `robots_fetched` or
+        `robots_failed`)."""
+        ...
+
+    async def robots_fetched(self, origin: str, status: int, body: bytes) -> None:
+        """Keep the answer for the other processes: robots.txt is fetched once per crawl."""
+        ...
+
+    async def robots_failed(self, origin: str) -> None:
+        """No answer to keep (robots.txt unavailable for now): another process may try."""
+        ...
 
 
 class _HostState:
@@ -90,6 +119,8 @@ class HostLimiter:
         """Hosts paused (Retry-After, robots.txt unavailable, held) -> until when; few at a time."""
         self._held: set[str] = set()
         """Hosts paused by `archiver control host HOST pause`, until resumed."""
+        self.shared: SharedHosts | None = None
+        """The whole crawl's clock of hosts, when several processes share it (set by the frontier)."""
 
     def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
         """(host, gap, where the gap comes from) when a request waited for the gap lately."""
@@ -132,6 +163,8 @@ class HostLimiter:
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
         self._paused[site] = state.pause_until
         self._changed(site)
+        if self.shared is not None:
+            self.shared.pause(site, seconds)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
         """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
@@ -283,11 +316,19 @@ class HostLimiter:
                 now = time.monotonic()
                 next_start = state.last_start + gap
                 start = max(now, next_start, state.pause_until)
-                if start <= now:
+                if start > now:
+                    if next_start > now >= state.pause_until:
+                        self._waited = (now, site)
+                    await asyncio.sleep(min(start - now, WAKE_SECONDS))
+                    continue
+                if self.shared is None or gap <= 0:
                     break
-                if next_start > now >= state.pause_until:
-                    self._waited = (now, site)
-                await asyncio.sleep(min(start - now, WAKE_SECONDS))
+                # the other processes' requests count too: one round trip, only for a host with a gap
+                wait = await self.shared.claim_start(site, gap)
+                if wait <= 0:
+                    break
+                self._waited = (time.monotonic(), site)
+                await asyncio.sleep(min(wait, WAKE_SECONDS))
             state.last_start = time.monotonic()
             self._changed(site)
             state.fetching += 1
