@@ -1,17 +1,22 @@
 """Per-host manners: how many requests at once, how far apart, and when to back off.
 
-One `HostLimiter` per crawl.  The gap between two requests to a host is, in order of
-precedence: the user's `delay`, else the host's robots.txt `Crawl-delay`, else
-`DEFAULT_DELAY`; the adaptive throttle may only lengthen it, and a `Retry-After` or an
-unavailable robots.txt pauses the host outright.
+Where the delay is decided: `delay_for_host`, one function of a host's state, gives the gap
+between two requests to a host: the user's `delay`, else the host's robots.txt
+`Crawl-delay`, else `DEFAULT_DELAY`; the adaptive throttle may only lengthen it.  A host
+may then start its next request at `next_start`: a gap after its last one, and not while
+it is paused (a `Retry-After`, an unavailable robots.txt, `archiver control host HOST
+pause`).  Every frontier gets its answer from these two: the memory and SQLite frontiers
+through `HostLimiter.ready_at`, the Redis frontier through `SharedHosts.claim_start`,
+which keeps the last start and the pauses of every host in Redis for all processes.
 
-The limiter serves two parties.  A scheduling frontier (memory, SQLite) asks `ready_at`
-when a host may next be handed out and tells `taken`/`released` as its URLs come and go,
-so a worker is only given a URL whose host is ready; whenever a host's ready time moves
-(a pause, a new gap, a request started) the frontier hears of it through `on_change`.
-`slot`, around every request, is the guarantee the server sees whatever the frontier:
-at most `concurrency` at once and starts at least a gap apart (robots.txt fetches and
-retries included); with a scheduling frontier it rarely has to wait.
+One `HostLimiter` per crawl.  The limiter serves two parties.  A scheduling frontier
+(memory, SQLite) asks `ready_at` when a host may next be handed out and tells
+`taken`/`released` as its URLs come and go, so a worker is only given a URL whose host
+is ready; whenever a host's ready time moves (a pause, a new gap, a request started) the
+frontier hears of it through `on_change`.  `slot`, around every request, is the guarantee
+the server sees whatever the frontier: at most `concurrency` at once and starts at least a
+gap apart (robots.txt fetches and retries included, and with a Redis frontier the other
+processes' requests too); with a scheduling frontier it rarely has to wait.
 """
 
 from __future__ import annotations
@@ -38,6 +43,39 @@ WAKE_SECONDS = 1.0
 """A request waiting in `slot` looks again at least this often: a pause may have been lifted."""
 HELD_SECONDS = 10 * 365 * 86_400.0
 """A host paused by `archiver control host HOST pause` waits this long: until resumed."""
+
+
+def configured_delay(config: Config) -> float:
+    """The gap of a host that has told nothing: `delay` if the user set one, else the default."""
+    return config.delay if config.delay >= 0 else DEFAULT_DELAY
+
+
+def delay_for_host(
+    *,
+    user_delay: float | None,
+    crawl_delay: float | None,
+    latency: float | None,
+    default: float,
+    throttle_max: float,
+) -> tuple[float, str]:
+    """The gap kept between two requests to a host, and where it comes from.
+
+    `latency` is the adaptive throttle's estimate for the host (None when it is off or has
+    not seen an answer yet); it may lengthen the gap, up to `throttle_max`, never shorten it.
+    """
+    if user_delay is not None:
+        base, source = user_delay, "set by --delay or the config"
+    elif crawl_delay is not None:
+        base, source = crawl_delay, "robots.txt Crawl-delay"
+    else:
+        base, source = default, "the default"
+    throttled = min(latency, throttle_max) if latency is not None else 0.0
+    return (throttled, "adaptive throttle") if throttled > base else (base, source)
+
+
+def next_start(last_start: float, gap: float, pause_until: float) -> float:
+    """When a host's next request may start: a gap after its last one, and not while paused."""
+    return max(last_start + gap, pause_until)
 
 
 class SharedHosts(Protocol):
@@ -105,7 +143,7 @@ class HostLimiter:
     def __init__(self, config: Config) -> None:
         self.concurrency = config.per_host_concurrency
         self.user_delay = config.delay if config.delay >= 0 else None
-        self.delay = self.user_delay if self.user_delay is not None else DEFAULT_DELAY
+        self.delay = configured_delay(config)
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
@@ -130,15 +168,14 @@ class HostLimiter:
         return site, *self._gap(self._site_state(site))
 
     def _gap(self, state: _HostState) -> tuple[float, str]:
-        """The gap kept between two requests to a host, and where it comes from."""
-        if self.user_delay is not None:
-            base, source = self.user_delay, "set by --delay or the config"
-        elif state.delay is not None:
-            base, source = state.delay, "robots.txt Crawl-delay"
-        else:
-            base, source = self.delay, "the default"
-        throttled = min(state.latency, self.max_delay) if self.adaptive and state.latency is not None else 0.0
-        return (throttled, "adaptive throttle") if throttled > base else (base, source)
+        """The gap kept between two requests to a host, and where it comes from (`delay_for_host`)."""
+        return delay_for_host(
+            user_delay=self.user_delay,
+            crawl_delay=state.delay,
+            latency=state.latency if self.adaptive else None,
+            default=self.delay,
+            throttle_max=self.max_delay,
+        )
 
     def _state(self, url: str) -> _HostState:
         return self._site_state(site_of(url))
@@ -216,15 +253,14 @@ class HostLimiter:
             return time.monotonic()
         if state.active >= self.concurrency:
             return None
-        return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)
+        return next_start(max(state.last_start, state.handed_out), self._gap(state)[0], state.pause_until)
 
     def may_start(self, url: str) -> bool:
         """Whether a request to the host of `url` could start now (its gap passed, no pause)."""
         state = self._hosts.get(site_of(url))
         if state is None:
             return True
-        now = time.monotonic()
-        return state.last_start + self._gap(state)[0] <= now and state.pause_until <= now
+        return next_start(state.last_start, self._gap(state)[0], state.pause_until) <= time.monotonic()
 
     def taken(self, site: str) -> None:
         """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
@@ -264,7 +300,8 @@ class HostLimiter:
             and state.fetching == 0
             and state.delay is None
             and state.latency is None
-            and max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until) <= now
+            and next_start(max(state.last_start, state.handed_out), self._gap(state)[0], state.pause_until)
+            <= now
             and (self._waited is None or self._waited[1] != site)
         ):
             del self._hosts[site]
@@ -314,10 +351,9 @@ class HostLimiter:
             while True:
                 gap = self._gap(state)[0] if delay is None else delay
                 now = time.monotonic()
-                next_start = state.last_start + gap
-                start = max(now, next_start, state.pause_until)
+                start = next_start(state.last_start, gap, state.pause_until)
                 if start > now:
-                    if next_start > now >= state.pause_until:
+                    if state.last_start + gap > now >= state.pause_until:
                         self._waited = (now, site)
                     await asyncio.sleep(min(start - now, WAKE_SECONDS))
                     continue

@@ -65,7 +65,7 @@ from archiver.archive import dump_toml
 from archiver.errors import ArchiveError, ConfigError, UsageError
 from archiver.frontier import Counts, Frontier, Holding, Item
 from archiver.model import LinkKind
-from archiver.politeness import DEFAULT_DELAY, HELD_SECONDS, HostLimiter
+from archiver.politeness import HELD_SECONDS, HostLimiter, configured_delay
 from archiver.urls import site_of
 
 from .settings import NAME, RedisSettings
@@ -146,11 +146,6 @@ def connect(url: str) -> aioredis.Redis:
         retry=Retry(NoBackoff(), 0),
         decode_responses=True,
     )
-
-
-def global_delay(config: Config) -> float:
-    """The gap kept between two leases of one host, across all workers."""
-    return config.delay if config.delay >= 0 else DEFAULT_DELAY
 
 
 # -- Lua ---------------------------------------------------------------------------------
@@ -565,7 +560,7 @@ class RedisFrontier(Frontier):
         self.lost_leases = 0
         self._meta = {
             "concurrency": str(config.per_host_concurrency),
-            "delay": repr(global_delay(config)),
+            "delay": repr(configured_delay(config)),
             "lease": repr(settings.lease_seconds),
             "max_pages": str(config.max_pages),
         }
