@@ -16,7 +16,6 @@ import functools
 import itertools
 import logging
 import random
-import shutil
 import time
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
@@ -27,7 +26,9 @@ from typing import Any
 from . import control, history
 from .archive import save_config
 from .config import Config
-from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
+from .crawl_limits import CrawlLimits
+from .crawl_records import url_record
+from .crawllog import CrawlLog, logged_urls, write_report
 from .errors import ArchiverError, FetchError, SeedError
 from .fetcher import (
     RETRYABLE_KINDS,
@@ -39,11 +40,12 @@ from .fetcher import (
     stored_page,
     without_validators,
 )
-from .frontier import Frontier, Holding, Item
-from .gate import RequestGate, RequestHeld, on_wire_phrase
+from .frontier import Frontier, Item
+from .gate import RequestGate, RequestHeld
 from .guard import AddressGuard
 from .identity import CrawlIdentity
 from .linkmemo import LinkMemo
+from .live_control import LiveControl
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
@@ -51,15 +53,11 @@ from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, reason_kind, robots_refusal
 from .traps import TrapDetector
 from .turns import Turn, Turns
-from .units import human_duration, size
 from .urls import Scope, canonical_key, clean_url, site_of
 
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
-LIMIT_CHECK_SECONDS = 1.0
-DISK_CHECK_BYTES = 1 << 20
-"""The free disk space is also checked after each MiB received, however fast it comes."""
 _SKIP_LOG_MEMORY = 200_000
 _REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
@@ -129,11 +127,10 @@ class Crawler:
         self._requisite_tasks: set[asyncio.Task[None]] = set()
         self._abandoned: set[str] = set()
         self._failed_roots: list[str] = []
-        self._earlier = history.CrawlRun(0, "crawl", datetime.now(UTC))
-        """This crawl's earlier runs: what they received and how long they ran count toward the limits."""
-        self._unchecked_bytes = 0
-        self._running = asyncio.Event()
-        self._running.set()
+        self.limits = CrawlLimits(self.crawl, archive, self._stopping)
+        self.control = LiveControl(self)
+        self.running = asyncio.Event()
+        self.running.set()
         self._workers: list[asyncio.Task[None]] = []
         self._turns = Turns(config.max_tasks)
         """`max_tasks` workers fetch at once; the others process the pages fetched."""
@@ -142,7 +139,7 @@ class Crawler:
         """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._fault: ArchiverError | None = None
         """The first fault that stopped the workers, raised once the pages in hand are archived."""
-        self._patterns_added = False
+        self.patterns_added = False
         """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
 
     # -- public -------------------------------------------------------------------------
@@ -172,8 +169,8 @@ class Crawler:
         crawl.resumed = counts.seen > 0
         self._record_start()
         started = time.monotonic()
-        limits = asyncio.create_task(self._watch_limits(started), name="archiver-limits")
-        inbox = asyncio.create_task(self._watch_control(control.Inbox(self.archive)), name="archiver-control")
+        limits = asyncio.create_task(self.limits.watch(started), name="archiver-limits")
+        inbox = asyncio.create_task(self.control.watch(control.Inbox(self.archive)), name="archiver-control")
         try:
             self.identity.load(resumed=crawl.resumed)
             resolver = self._resolver = GuardedResolver(self.guard, self.identity.proxy_hosts())
@@ -246,164 +243,12 @@ class Crawler:
         else:
             run = history.record_start(self.archive, crawl.mode, crawl.started_at)
         crawl.number, crawl.mode = run.number, run.mode
-        self._earlier = run
+        self.limits.earlier = run
 
-    # -- limits -------------------------------------------------------------------------
+    # -- what live control changes (`live_control`) -------------------------------------------
 
-    def _reach_limit(self, reason: str) -> None:
-        """Stop as Ctrl-C does (in-flight fetches finish, the archive stays resumable), saying why."""
-        if self.crawl.limit is not None or self._stopping.is_set():
-            return
-        log.warning("stopping: %s; finishing in-flight fetches", reason)
-        self.crawl.limit = reason
-        self._stopping.set()
-
-    async def _watch_limits(self, started: float) -> None:
-        """Check the time and disk limits once a second (the byte limit is checked per page)."""
-        config = self.config
-        self._count_bytes(0)  # the earlier runs may have reached the byte limit already
-        while True:
-            if config.max_time:
-                ran = self._earlier.seconds + time.monotonic() - started
-                if ran >= config.max_time:
-                    earlier = " (with the earlier runs of this crawl)" if self._earlier.seconds else ""
-                    self._reach_limit(f"max_time {human_duration(config.max_time)} reached{earlier}")
-            self._check_disk()
-            await asyncio.sleep(LIMIT_CHECK_SECONDS)
-
-    def _check_disk(self) -> None:
-        self._unchecked_bytes = 0
-        floor = self.config.min_free_disk
-        if floor:
-            free = shutil.disk_usage(self.archive).free
-            if free < floor:
-                self._reach_limit(
-                    f"min_free_disk: {size(free)} free on the archive's file system,"
-                    f" under the floor of {size(floor)}"
-                )
-
-    # -- live control -------------------------------------------------------------------
-
-    async def _watch_control(self, inbox: control.Inbox) -> None:
-        """Apply the commands sent to this archive, and those other processes of a shared crawl
-        received (the frontier passes them on)."""
-        while True:
-            for command in inbox.new_commands():
-                try:
-                    message = await self._apply(command)
-                except ArchiverError as exc:
-                    inbox.answer(command, False, str(exc))
-                    continue
-                record = control.as_record(command)
-                await self.frontier.share(record, self.config)
-                if _holds(command):
-                    # answered once every process of a shared crawl holds
-                    message = self._held_message(command, await self.frontier.held_everywhere(record))
-                self._log_control(command, message)
-                inbox.answer(command, True, message)
-            for record in await self.frontier.shared_commands():
-                passed_on = control.from_record(record)
-                if passed_on is None:
-                    continue
-                try:
-                    self._log_control(passed_on, await self._apply(passed_on, shared=True))
-                except ArchiverError as exc:
-                    log.warning("archiver control from another process refused: %s", exc)
-                    continue
-                if _holds(passed_on):
-                    await self.frontier.confirm_held(record, self._on_wire_for(passed_on))
-            await asyncio.sleep(control.POLL_SECONDS)
-
-    def _on_wire_for(self, command: control.Command) -> int:
-        """Requests already sent that `command` (a pause, a host pause, a stop) lets finish."""
-        return self.gate.requests_on_wire(command.args[0] if command.verb == "host" else None)
-
-    def _held_message(self, command: control.Command, others: Holding) -> str:
-        """The acknowledgement of a pause, a host pause or a stop: what is still on the wire."""
-        on_wire = on_wire_phrase(self._on_wire_for(command) + others.on_wire)
-        if others.processes:
-            on_wire += f" (in {others.processes + 1} processes)"
-        if command.verb == "stop":
-            message = f"stopping: {on_wire}, then the crawl stops (resumable); nothing new starts"
-        elif command.verb == "host":
-            message = f"host {command.args[0]} paused: {on_wire}; nothing new starts"
-        else:
-            message = f"paused: {on_wire}; nothing new starts"
-        if others.silent:
-            names = ", ".join(others.silent)
-            message += f"; not confirmed by {len(others.silent)} process(es) that may have stopped: {names}"
-        return message
-
-    def _log_control(self, command: control.Command, message: str) -> None:
-        log.warning("archiver control: %s", message)
-        event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
-        self.log.write({**event, "at": command.at, "reason": message})
-
-    async def _apply(self, command: control.Command, shared: bool = False) -> str:
-        """Carry out one command of `archiver control`; what was done, in words.
-
-        A command another process of a shared crawl received (`shared`) has had its queue
-        changes made there: here it only changes this process's rules and settings."""
-        verb, args = command.verb, command.args
-        control.check(verb, args)
-        crawl, config = self.crawl, self.config
-        if verb == "pause":
-            self._running.clear()
-            self.gate.closed = True
-            crawl.paused = True
-            return self._held_message(command, Holding())
-        if verb == "resume":
-            self.gate.closed = False
-            self._running.set()
-            crawl.paused = False
-            return "resumed"
-        if verb == "stop":
-            self.gate.closed = True
-            self._running.set()
-            self._reach_limit("stopped by `archiver control stop`")
-            return self._held_message(command, Holding())
-        if verb in ("exclude", "include"):
-            return await self._add_pattern(args[0], verb == "exclude", command.at, drop=not shared)
-        if verb == "delay":
-            seconds = float(args[0])
-            self.limiter.set_delay(seconds)
-            self._save(config.replace(delay=seconds))
-            return f"delay {seconds:g} s between two requests to a host"
-        if verb == "concurrency":
-            n = int(args[0])
-            self.limiter.set_concurrency(n)
-            self._save(config.replace(per_host_concurrency=n))
-            return f"concurrency {n} requests at once per host"
-        if verb == "tasks":
-            return self._set_tasks(int(args[0]))
-        host, action = args
-        self.limiter.hold(host, action == "pause")
-        if action == "resume":
-            return f"host {host} resumed"
-        return self._held_message(command, Holding())
-
-    async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
-        """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
-        config = self.config
-        self.scope.add_pattern(pattern, exclude=exclude)
-        self._patterns_added = True
-        if exclude:
-            self._save(config.replace(exclude=(*config.exclude, pattern)))
-        else:
-            self._save(config.replace(include=(*config.include, pattern)))
-        when = f"added by archiver control at {at}"
-
-        def refusal(item: Item) -> str | None:
-            verdict = self.scope.pattern_verdict(item.url)
-            return None if verdict is None else f"{verdict} ({when})"
-
-        dropped = await self.frontier.drop(refusal) if drop else []
-        for item, reason in dropped:
-            self._skip(item.url, reason, item.referrer, item.depth)
-        verb = "exclude" if exclude else "include"
-        return f"{verb} {pattern!r}: {len(dropped):,} queued URLs dropped"
-
-    def _set_tasks(self, n: int) -> str:
+    def set_tasks(self, n: int) -> str:
+        """`archiver control tasks N`: workers started, or retired at their next turn."""
         self._turns.set_limit(n)
         wanted = WORKERS_PER_TURN * n
         live = sum(not task.done() for task in self._workers) - self._retire
@@ -415,24 +260,13 @@ class Crawler:
                     self._workers.append(self._group.create_task(self._work()))
         elif wanted < live:
             self._retire += live - wanted
-        self._save(self.config.replace(max_tasks=n))
+        self.save(self.config.replace(max_tasks=n))
         return f"tasks {n} workers"
 
-    def _save(self, config: Config) -> None:
+    def save(self, config: Config) -> None:
         """Keep a change in crawl.toml, so that a resume goes on with it."""
         self.config = self.crawl.config = config
         save_config(config, self.archive)
-
-    def _count_bytes(self, received: int) -> None:
-        stats = self.crawl.stats
-        stats["bytes"] += received
-        self._unchecked_bytes += received
-        if self._unchecked_bytes >= DISK_CHECK_BYTES:  # a fast crawl writes much in a second
-            self._check_disk()
-        limit = self.config.max_bytes
-        if limit and self._earlier.received + stats["bytes"] >= limit:
-            earlier = " (with the earlier runs of this crawl)" if self._earlier.received else ""
-            self._reach_limit(f"max_bytes {size(limit)} received{earlier}")
 
     async def _reconcile(self) -> int:
         """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
@@ -463,7 +297,7 @@ class Crawler:
             else:
                 new = await self._add_links(links, item, page.url)
             if item.url not in logged:
-                record = self._record(item, page, 1, len(links), new, None)
+                record = url_record(self.config, item, page, 1, len(links), new, None)
                 record.reason = "archived before the previous run stopped; logged on resume"
                 self.log.write(record)
         marked = await self.frontier.mark_done(found)
@@ -530,7 +364,7 @@ class Crawler:
         task = asyncio.current_task()
         assert task is not None
         while not self._stopping.is_set():
-            await self._running.wait()
+            await self.running.wait()
             if self._retire > 0:
                 self._retire -= 1
                 return
@@ -573,7 +407,7 @@ class Crawler:
         """`item` with a frontier that cannot take it back: fetched once the gate lets it through."""
         turn.end()
         while True:
-            await self._running.wait()
+            await self.running.wait()
             await self._turns.take()
             turn = Turn(self._turns)
             try:
@@ -723,11 +557,11 @@ class Crawler:
     ) -> bool:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the
         outcome; the worker's `turn` ends once nothing more is fetched for the item."""
-        if self._patterns_added:
+        if self.patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
             refused = self.scope.pattern_verdict(item.url)
             if refused is not None:
-                self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
+                self.skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
                 return False
         if self.robots is not None:
             try:
@@ -740,7 +574,7 @@ class Crawler:
                 return await self._failed(item, Outcome(None, error, self.config.max_tries))
             refused = robots_refusal(verdict.allowed, verdict.reason)
             if refused is not None:
-                self._skip(item.url, refused, item.referrer, item.depth)
+                self.skip(item.url, refused, item.referrer, item.depth)
                 return False
         outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
         if turn is not None and self.crawl.mode != "update":
@@ -762,7 +596,7 @@ class Crawler:
         if turn is not None:
             self._fetched(item, turn)
         stats["pages"] += 1
-        self._count_bytes(len(page.body))
+        self.limits.count_bytes(len(page.body))
         stats[f"status_{page.status // 100}xx"] += 1
         if page.truncated:
             stats[f"truncated_{page.truncated}"] += 1
@@ -780,7 +614,7 @@ class Crawler:
                 fetch = functools.partial(self._fetch_requisite, item)
                 links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
             new = await self._add_links(links, item, page.url)
-        self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
+        self.log.write(url_record(self.config, item, page, outcome.tries, len(links), new, None))
         return False
 
     async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
@@ -800,7 +634,7 @@ class Crawler:
             return None if outcome is None else outcome.page
         reason = self._refusal(item)
         if reason is not None:
-            self._skip(cleaned, reason, parent.url, item.depth)
+            self.skip(cleaned, reason, parent.url, item.depth)
             raise FetchError(cleaned, reason, kind="refused")
         if self.config.max_pages and self._added >= self.config.max_pages:
             self.crawl.stats["limit_max_pages"] += 1
@@ -909,7 +743,7 @@ class Crawler:
             self.crawl.seed_error = self.crawl.seed_error or str(error)
         log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
         await self.hooks.fetch_failed(item.url, error, self.crawl)
-        self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
+        self.log.write(url_record(self.config, item, None, outcome.tries, 0, 0, error.message))
         return True
 
     def _extract(self, page: Page) -> list[Link]:
@@ -929,12 +763,12 @@ class Crawler:
     async def _follow_redirect(self, item: Item, page: Page) -> int:
         target = clean_url(page.redirect_to or "")
         if target is None:
-            self._skip(page.redirect_to or "", "redirect to a non-http(s) URL", item.url, item.depth)
+            self.skip(page.redirect_to or "", "redirect to a non-http(s) URL", item.url, item.depth)
             return 0
         if item.redirects_left <= 0:
             log.warning("redirect limit reached for %s", item.url)
             self.crawl.stats["redirect_limit"] += 1
-            self._skip(target, "redirect limit reached", item.url, item.depth)
+            self.skip(target, "redirect limit reached", item.url, item.depth)
             return 0
         if _is_root(item) and not self.scope.host_allows(target):
             self.scope.add_site(target)
@@ -975,7 +809,7 @@ class Crawler:
                 continue
             refused = too_deep(url, depth, link.kind, referrer)
             if refused is not None:
-                self._skip(url, refused, referrer, depth)
+                self.skip(url, refused, referrer, depth)
                 continue
             known.add(memo)
             candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
@@ -988,7 +822,7 @@ class Crawler:
         for item in items:
             reason = self._refusal(item)
             if reason is not None:
-                self._skip(item.url, reason, item.referrer, item.depth)
+                self.skip(item.url, reason, item.referrer, item.depth)
                 continue
             key = canonical_key(item.url)
             if key in keys:
@@ -1021,7 +855,7 @@ class Crawler:
             return f"refused by plugin {name} (accept_url)"
         return None
 
-    def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
+    def skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
         self.crawl.stats[f"skipped_{reason_kind(reason)}"] += 1
         if url in self._skipped_logged:
             return
@@ -1040,61 +874,6 @@ class Crawler:
             roots.append(Item(url, 0, self.config.max_redirect, None, LinkKind.PAGE))
         await self._add(roots)
 
-    def _record(
-        self,
-        item: Item,
-        page: Page | None,
-        tries: int,
-        num_urls: int,
-        num_new: int,
-        error: str | None,
-    ) -> UrlRecord:
-        return UrlRecord(
-            url=item.url,
-            status=page.status if page else None,
-            next_url=page.redirect_to if page else None,
-            content_type=page.content_type or None if page else None,
-            encoding=page.encoding if page else None,
-            num_urls=num_urls,
-            num_new_urls=num_new,
-            tries=tries,
-            error=error,
-            depth=item.depth,
-            bytes=len(page.body) if page else 0,
-            elapsed=round(page.elapsed, 4) if page else 0.0,
-            kind=str(item.kind),
-            truncated=page.truncated if page else None,
-            outcome=("not_modified" if page.unchanged and page.status == 304 else "fetched")
-            if page
-            else "failed",
-            reason=limit_reason(page, tries, num_urls, self.config) if page else None,
-        )
-
-
-def _holds(command: control.Command) -> bool:
-    """Whether `command` stops requests from starting: a pause, a host pause, a stop."""
-    return command.verb in ("pause", "stop") or (command.verb == "host" and command.args[1:] == ("pause",))
-
 
 def _is_root(item: Item) -> bool:
     return item.depth == 0 and item.referrer is None
-
-
-def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str | None:
-    """The limits that shaped this capture, in words, for the crawl log."""
-    reasons = []
-    if page.truncated == "length":
-        reasons.append(f"body cut at max_body_size = {config.max_body_size} bytes")
-    elif page.truncated == "time":
-        reasons.append(
-            f"body cut: over timeout = {config.timeout:g} s or under min_rate = {config.min_rate} B/s"
-        )
-    elif page.truncated == "disconnect":
-        reasons.append(f"connection lost mid-body, partial body kept after {tries} tries")
-    if page.decode_error:
-        reasons.append(f"not parsed: {page.decode_error}")
-    if num_urls >= config.max_links_per_page:
-        reasons.append(f"only the first {config.max_links_per_page} links taken (max_links_per_page)")
-    if page.status in RETRY_STATUSES:
-        reasons.append(f"HTTP {page.status} after {tries} tries (Retry-After honoured)")
-    return "; ".join(reasons) or None
