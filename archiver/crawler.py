@@ -15,15 +15,14 @@ import dataclasses
 import functools
 import itertools
 import logging
-import random
 import time
-from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from . import control, history
+from .admission import Admission
 from .archive import save_config
 from .config import Config
 from .crawl_limits import CrawlLimits
@@ -31,7 +30,6 @@ from .crawl_records import url_record
 from .crawllog import CrawlLog, logged_urls, write_report
 from .errors import ArchiverError, FetchError, SeedError
 from .fetcher import (
-    RETRYABLE_KINDS,
     GuardedResolver,
     compare_with_stored,
     default_headers,
@@ -44,13 +42,13 @@ from .frontier import Frontier, Item
 from .gate import RequestGate, RequestHeld
 from .guard import AddressGuard
 from .identity import CrawlIdentity
-from .linkmemo import LinkMemo
 from .live_control import LiveControl
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
-from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
+from .politeness import HostLimiter
+from .retries import HeldBack, Outcome, Retries, WaitForHost
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
-from .rules import Rules, reason_kind, robots_refusal
+from .rules import Rules, robots_refusal
 from .traps import TrapDetector
 from .turns import Turn, Turns
 from .urls import Scope, canonical_key, clean_url, site_of
@@ -58,34 +56,9 @@ from .urls import Scope, canonical_key, clean_url, site_of
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
-_SKIP_LOG_MEMORY = 200_000
 _REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
 """Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
-
-
-class _Held(Exception):
-    """A request for `item` was stopped before it reached the network (`gate`): the URL goes
-    back to its host's queue, with the tries it had made (`item.tries`)."""
-
-    def __init__(self, item: Item) -> None:
-        super().__init__(item.url)
-        self.item = item
-
-
-class _WaitForHost(Exception):
-    """The host asked to come back later: `item` (tries counted) waits in the frontier, not in a worker."""
-
-    def __init__(self, item: Item) -> None:
-        super().__init__(item.url)
-        self.item = item
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    page: Page | None
-    error: FetchError | None
-    tries: int
 
 
 class Crawler:
@@ -111,12 +84,8 @@ class Crawler:
         self.crawl.identity = self.identity
         self.scheduled = False
         """The frontier hands out only URLs of ready hosts (`Frontier.use_limiter`)."""
-        self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
-        self._skipped_logged: set[str] = set()
-        self._known_links = LinkMemo()
-        """Links already handed to the frontier or refused (`linkmemo`)."""
         self._seed_failures = 0
         self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
         """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
@@ -129,6 +98,8 @@ class Crawler:
         self._failed_roots: list[str] = []
         self.limits = CrawlLimits(self.crawl, archive, self._stopping)
         self.control = LiveControl(self)
+        self.retries = Retries(self.crawl, self.limiter, self._send)
+        self.admission = Admission(self.crawl, frontier, self.rules, self.traps, self.log)
         self.running = asyncio.Event()
         self.running.set()
         self._workers: list[asyncio.Task[None]] = []
@@ -162,10 +133,11 @@ class Crawler:
         crawl = self.crawl
         use_limiter = getattr(self.frontier, "use_limiter", None)
         self.scheduled = bool(use_limiter(self.limiter)) if use_limiter is not None else False
+        self.retries.scheduled = self.scheduled
         await self.frontier.open()
         self.log.open()
         counts = await self.frontier.counts()
-        self._added = counts.seen
+        self.admission.added = counts.seen
         crawl.resumed = counts.seen > 0
         self._record_start()
         started = time.monotonic()
@@ -181,7 +153,7 @@ class Crawler:
                 await self.hooks.crawl_started(crawl)
                 if crawl.resumed:
                     await self._reconcile()
-                await self._seed()
+                await self.admission.seed()
                 await self._run_workers()
         finally:
             limits.cancel()
@@ -295,7 +267,7 @@ class Crawler:
             if page.is_redirect:
                 new = await self._follow_redirect(item, page)
             else:
-                new = await self._add_links(links, item, page.url)
+                new = await self.admission.add_links(links, item, page.url)
             if item.url not in logged:
                 record = url_record(self.config, item, page, 1, len(links), new, None)
                 record.reason = "archived before the previous run stopped; logged on resume"
@@ -389,11 +361,11 @@ class Crawler:
                             turn = Turn(self._turns)
                             handled = await self._process(item, turn=turn)
                         failed = handled
-                except _WaitForHost as wait:
+                except WaitForHost as wait:
                     if await self.frontier.give_back(item, wait.item):
                         continue
                     failed = await self._process(wait.item, may_give_back=False, turn=turn)
-                except _Held as held:
+                except HeldBack as held:
                     if await self.frontier.give_back(item, held.item):
                         continue
                     failed = await self._process_when_open(held.item, turn)
@@ -412,7 +384,7 @@ class Crawler:
             turn = Turn(self._turns)
             try:
                 return await self._process(item, turn=turn)
-            except _Held as held:
+            except HeldBack as held:
                 item = held.item
                 await asyncio.sleep(control.POLL_SECONDS)
             finally:
@@ -430,7 +402,7 @@ class Crawler:
         try:
             fetched, settled = await self.robots.prepare(item.url)
         except RequestHeld:
-            raise _Held(item) from None
+            raise HeldBack(item) from None
         if settled and not (fetched and not self.limiter.may_start(item.url)):
             return False
         return await self.frontier.give_back(item)
@@ -446,40 +418,9 @@ class Crawler:
             self.limiter.fetched(site_of(item.url))
         turn.end()
 
-    async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
-        """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
-        paused itself, or a network error snoozed it for the backoff, and `may_give_back`
-        (the URL waits in the frontier, the worker goes on)."""
-        error: FetchError | None = None
-        for attempt in range(item.tries + 1, self.config.max_tries + 1):
-            headers = self._headers(item.url)
-            try:
-                async with self.limiter.slot(item.url):
-                    page = await self._fetch(item, headers, self.config)
-                self.limiter.observe(item.url, page.elapsed, page.status)
-                if not self._retry_later(page, attempt):
-                    return Outcome(page, None, attempt)
-                self.crawl.stats["retries"] += 1
-                if may_give_back and self.scheduled:
-                    raise _WaitForHost(dataclasses.replace(item, tries=attempt))
-                continue
-            except RequestHeld:
-                raise _Held(dataclasses.replace(item, tries=attempt - 1)) from None
-            except FetchError as exc:
-                error = exc
-                error.attempts = attempt
-                if exc.kind not in RETRYABLE_KINDS or attempt == self.config.max_tries:
-                    break
-                self.crawl.stats["retries"] += 1
-                backoff = self.config.retry_backoff * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
-                if may_give_back and self.scheduled:
-                    # as a Retry-After: the host is snoozed, its URL waits in its queue, and
-                    # the worker takes another host's URL meanwhile
-                    log.info("%s: %s, retrying in %.1f s", item.url, exc.message, backoff)
-                    self.limiter.pause(item.url, backoff)
-                    raise _WaitForHost(dataclasses.replace(item, tries=attempt)) from None
-                await asyncio.sleep(backoff)
-        return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
+    async def _send(self, item: Item) -> Page:
+        """One request for `item`, with the headers of now (credentials may have changed)."""
+        return await self._fetch(item, self._headers(item.url), self.config)
 
     def _headers(self, url: str) -> dict[str, str]:
         """The headers of a request to `url`: the defaults, the host's own (credentials), the plugins'."""
@@ -506,27 +447,6 @@ class Crawler:
         async with self.limiter.slot(item.url):
             return await self._fetch(item, without_validators(headers), self.config)
 
-    def _retry_later(self, page: Page, attempt: int) -> bool:
-        """True when the server asked to come back (429/503) or cut the body, and tries remain.
-
-        Retry-After (seconds or a date, capped by `retry_after_max`) pauses the whole
-        host, since it is the host that asked for it.
-        """
-        if attempt >= self.config.max_tries:
-            return False
-        backoff = self.config.retry_backoff * 2 ** (attempt - 1)
-        if page.status in RETRY_STATUSES:
-            told = retry_after_seconds(page.header("Retry-After"))
-            wait = min(backoff if told is None else told, self.config.retry_after_max)
-            self.crawl.stats[f"retry_status_{page.status}"] += 1
-            log.info("%s answered %d: retrying in %.1f s", page.url, page.status, wait)
-            self.limiter.pause(page.url, wait)
-            return True
-        if page.truncated == "disconnect":
-            self.limiter.pause(page.url, backoff)
-            return True
-        return False
-
     def _make_robots(self) -> RobotsCache | None:
         if not self.config.robots:
             return None
@@ -543,7 +463,7 @@ class Crawler:
             await self.hooks.page_fetched(page, links, self.crawl)
             if links:
                 origin = Item(page.url, 0, self.config.max_redirect, None, LinkKind.PAGE)
-                await self._add_links(links, origin, page.url)
+                await self.admission.add_links(links, origin, page.url)
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
@@ -567,7 +487,7 @@ class Crawler:
             try:
                 verdict = await self.robots.check(item.url)
             except RequestHeld:
-                raise _Held(item) from None
+                raise HeldBack(item) from None
             if verdict.unreachable and _is_root(item):
                 # no answer from the host at all: the root failed, robots.txt refused nothing
                 error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
@@ -576,7 +496,7 @@ class Crawler:
             if refused is not None:
                 self.skip(item.url, refused, item.referrer, item.depth)
                 return False
-        outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
+        outcome = await self.retries.fetch(item, may_give_back=may_give_back and kept is None)
         if turn is not None and self.crawl.mode != "update":
             self._fetched(item, turn)
         if kept is not None:
@@ -591,7 +511,7 @@ class Crawler:
             try:
                 page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
             except RequestHeld:
-                raise _Held(item) from None
+                raise HeldBack(item) from None
             stats["not_modified"] += stored is not None
         if turn is not None:
             self._fetched(item, turn)
@@ -613,7 +533,7 @@ class Crawler:
             if stored is None:
                 fetch = functools.partial(self._fetch_requisite, item)
                 links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
-            new = await self._add_links(links, item, page.url)
+            new = await self.admission.add_links(links, item, page.url)
         self.log.write(url_record(self.config, item, page, outcome.tries, len(links), new, None))
         return False
 
@@ -632,11 +552,11 @@ class Crawler:
             pending = self._requisites[key]
             outcome = None if pending is None else await asyncio.shield(pending)
             return None if outcome is None else outcome.page
-        reason = self._refusal(item)
+        reason = self.admission.refusal(item)
         if reason is not None:
             self.skip(cleaned, reason, parent.url, item.depth)
             raise FetchError(cleaned, reason, kind="refused")
-        if self.config.max_pages and self._added >= self.config.max_pages:
+        if self.config.max_pages and self.admission.added >= self.config.max_pages:
             self.crawl.stats["limit_max_pages"] += 1
             raise FetchError(cleaned, f"max_pages {self.config.max_pages} reached", kind="limit")
         loop = asyncio.get_running_loop()
@@ -653,7 +573,7 @@ class Crawler:
                 self._unclaim(key, answer, claim)
         if not new:
             return None
-        self._added += 1
+        self.admission.added += 1
         self._start_requisite_task(self._fetch_claimed(item, key, answer, claim))
         try:
             outcome = await asyncio.shield(answer)
@@ -702,7 +622,7 @@ class Crawler:
         except asyncio.CancelledError:
             self._unclaim(key, answer, claim)
             raise
-        except _Held:
+        except HeldBack:
             # not sent (paused): the plugin goes without it, the worker that takes its entry
             # gives it back to the queue
             self._requisites[key] = None
@@ -779,7 +699,7 @@ class Crawler:
             self.crawl.stats["redirects_back"] += 1
             await self._process(next_item)
             return 0
-        return await self._add([next_item], coalesce=True)
+        return await self.admission.add([next_item], coalesce=True)
 
     def _redirected_back(self, item: Item, page: Page, target: str) -> bool:
         """Whether `page` set a cookie and sends the crawl back to the URL whose redirect led to it."""
@@ -789,65 +709,8 @@ class Crawler:
             and item.referrer is not None
             and item.redirects_left < self.config.max_redirect
             and canonical_key(target) == canonical_key(item.referrer)
-            and self._refusal(Item(target, item.depth, 0, item.url, item.kind)) is None
+            and self.admission.refusal(Item(target, item.depth, 0, item.url, item.kind)) is None
         )
-
-    async def _add_links(self, links: Iterable[Link], item: Item, referrer: str) -> int:
-        if item.kind is not LinkKind.PAGE:
-            links = [link for link in links if link.kind is not LinkKind.PAGE]
-        candidates = []
-        known = self._known_links
-        depth = item.depth + 1
-        too_deep = self.rules.depth
-        for link in links:
-            is_page = link.kind is LinkKind.PAGE
-            memo = link.url if is_page else "\0" + link.url
-            if memo in known:
-                continue
-            url = clean_url(link.url)
-            if url is None:
-                continue
-            refused = too_deep(url, depth, link.kind, referrer)
-            if refused is not None:
-                self.skip(url, refused, referrer, depth)
-                continue
-            known.add(memo)
-            candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
-        return await self._add(candidates)
-
-    async def _add(self, items: list[Item], *, coalesce: bool = False) -> int:
-        """Queue the items that pass scope, limits and plugins; returns how many were new."""
-        entries: list[tuple[str, Item]] = []
-        keys: set[str] = set()
-        for item in items:
-            reason = self._refusal(item)
-            if reason is not None:
-                self.skip(item.url, reason, item.referrer, item.depth)
-                continue
-            key = canonical_key(item.url)
-            if key in keys:
-                continue
-            keys.add(key)
-            entries.append((key, item))
-        if not entries:
-            return 0
-        budget = self.config.max_pages - self._added if self.config.max_pages else len(entries)
-        added = await self.frontier.add(entries[: max(budget, 0)])
-        for (_key, queued), is_new in zip(entries, added, strict=False):
-            if is_new:
-                self.traps.admitted(queued.url)
-        new = sum(added)
-        self._added += new
-        if coalesce and not new:
-            log.debug("redirect to %s coalesced: already seen", entries[0][1].url)
-            self.crawl.stats["redirects_coalesced"] += 1
-        if budget < len(entries):
-            self.crawl.stats["limit_max_pages"] += len(entries) - max(budget, 0)
-        return new
-
-    def _refusal(self, item: Item) -> str | None:
-        """Why `item` may not join the frontier, or None: the `queue` rules of `rules.Rules`."""
-        return self.rules.refusal(item.url, item.depth, item.kind, item.referrer)
 
     def _plugin_refusal(self, url: str, referrer: str | None) -> str | None:
         if self.hooks.accept_url(url, referrer, self.crawl) is False:
@@ -856,23 +719,7 @@ class Crawler:
         return None
 
     def skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
-        self.crawl.stats[f"skipped_{reason_kind(reason)}"] += 1
-        if url in self._skipped_logged:
-            return
-        if len(self._skipped_logged) < _SKIP_LOG_MEMORY:
-            self._skipped_logged.add(url)
-        self.log.skipped(url, reason, referrer, depth)
-
-    # -- seeds and records --------------------------------------------------------------
-
-    async def _seed(self) -> None:
-        roots = []
-        for root in self.config.roots:
-            url = clean_url(root)
-            if url is None:
-                continue
-            roots.append(Item(url, 0, self.config.max_redirect, None, LinkKind.PAGE))
-        await self._add(roots)
+        self.admission.skip(url, reason, referrer, depth)
 
 
 def _is_root(item: Item) -> bool:
