@@ -6,6 +6,16 @@ seen stops there (coalesced).  What is new is around it: the frontier may be on 
 shared, every exchange goes to the hooks, stopping is graceful, and a worker fetches in a
 turn (`turns.Turns`, `max_tasks` of them) that it gives back once the response is in, so
 the next request does not wait for the page to be parsed and archived.
+
+Each job around the loop has a module of its own, which the loop calls:
+
+* `politeness`: when a host may be asked next (the delay is decided there, in one function),
+  and `gate`: the last check before a request is written (a pause holds at once);
+* `retries`: retries and backoff, `Retry-After`;
+* `admission`: which links join the frontier; `requisites`: the fetches plugins ask for;
+* `crawl_limits`: time, bytes and disk; `live_control`: `archiver control`;
+* `crawl_records`: the crawl log's line for each URL; `fetcher`: one exchange, and the
+  comparison with the stored copy of ``crawl --update``.
 """
 
 from __future__ import annotations
@@ -13,13 +23,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import itertools
 import logging
 import time
-from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from . import control, history
 from .admission import Admission
@@ -46,6 +53,7 @@ from .live_control import LiveControl
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
 from .politeness import HostLimiter
+from .requisites import Requisites
 from .retries import HeldBack, Outcome, Retries, WaitForHost
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, robots_refusal
@@ -56,7 +64,6 @@ from .urls import Scope, canonical_key, clean_url, site_of
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
-_REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
 """Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
 
@@ -87,19 +94,14 @@ class Crawler:
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
         self._seed_failures = 0
-        self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
-        """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
-        (the oldest half dropped past _REQUISITES_MEMORY)."""
-        self._claimed: dict[str, asyncio.Future[bool | None]] = {}
-        """Their frontier entries: a worker that takes one waits for the plugin's fetch and marks
-        it done (the future gives `failed`), or fetches it itself when it gives None."""
-        self._requisite_tasks: set[asyncio.Task[None]] = set()
-        self._abandoned: set[str] = set()
         self._failed_roots: list[str] = []
         self.limits = CrawlLimits(self.crawl, archive, self._stopping)
         self.control = LiveControl(self)
         self.retries = Retries(self.crawl, self.limiter, self._send)
         self.admission = Admission(self.crawl, frontier, self.rules, self.traps, self.log)
+        self.requisites = Requisites(
+            self.crawl, frontier, self.admission, self._process, self._follow_redirect
+        )
         self.running = asyncio.Event()
         self.running.set()
         self._workers: list[asyncio.Task[None]] = []
@@ -303,9 +305,7 @@ class Crawler:
                 raise self._fault
         finally:
             # only left when stopping (or another process holds their entries): in flight for a resume
-            for task in self._requisite_tasks:
-                task.cancel()
-            await asyncio.gather(*self._requisite_tasks, return_exceptions=True)
+            await self.requisites.cancel_all()
 
     async def _watch_stop(self, workers: list[asyncio.Task[None]]) -> None:
         await self._stopping.wait()
@@ -350,7 +350,7 @@ class Crawler:
                 try:
                     if await self._not_yet(item):
                         continue
-                    claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
+                    claim = self.requisites.claim_of(item)
                     if claim is None:
                         failed = await self._process(item, turn=turn)
                     else:
@@ -531,125 +531,11 @@ class Crawler:
             new = 0 if kept is not None else await self._follow_redirect(item, source)
         else:
             if stored is None:
-                fetch = functools.partial(self._fetch_requisite, item)
+                fetch = functools.partial(self.requisites.fetch, item)
                 links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
             new = await self.admission.add_links(links, item, page.url)
         self.log.write(url_record(self.config, item, page, outcome.tries, len(links), new, None))
         return False
-
-    async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
-        """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once.
-
-        The fetch runs in a task of its own: a caller that stops waiting (the page's rendering
-        ended) leaves it to finish, so a URL claimed here is always fetched, archived and logged.
-        """
-        cleaned = clean_url(url)
-        if cleaned is None:
-            raise FetchError(url, "not an http(s) URL", kind="refused")
-        item = Item(cleaned, parent.depth + 1, self.config.max_redirect, parent.url, LinkKind.REQUISITE)
-        key = canonical_key(cleaned)
-        if key in self._requisites:
-            pending = self._requisites[key]
-            outcome = None if pending is None else await asyncio.shield(pending)
-            return None if outcome is None else outcome.page
-        reason = self.admission.refusal(item)
-        if reason is not None:
-            self.skip(cleaned, reason, parent.url, item.depth)
-            raise FetchError(cleaned, reason, kind="refused")
-        if self.config.max_pages and self.admission.added >= self.config.max_pages:
-            self.crawl.stats["limit_max_pages"] += 1
-            raise FetchError(cleaned, f"max_pages {self.config.max_pages} reached", kind="limit")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Outcome | None] = loop.create_future()
-        claim: asyncio.Future[bool | None] = loop.create_future()
-        # claimed before it is queued: a worker taking it meanwhile waits for this fetch
-        self._requisites[key] = answer
-        self._claimed[key] = claim
-        new = False
-        try:
-            new = (await self.frontier.add([(key, item)]))[0]
-        finally:
-            if not new:
-                self._unclaim(key, answer, claim)
-        if not new:
-            return None
-        self.admission.added += 1
-        self._start_requisite_task(self._fetch_claimed(item, key, answer, claim))
-        try:
-            outcome = await asyncio.shield(answer)
-        except asyncio.CancelledError:
-            if answer.done():  # answered, but the caller went away before reading it
-                self._start_requisite_task(self._follow_if_redirect(item, answer.result()))
-            else:
-                self._abandoned.add(key)
-            raise
-        if outcome is None or outcome.page is None:
-            error = outcome.error if outcome else None
-            raise error or FetchError(cleaned, "refused by robots.txt", kind="refused")
-        return outcome.page
-
-    def _start_requisite_task(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._requisite_tasks.add(task)
-        task.add_done_callback(self._requisite_tasks.discard)
-
-    async def _follow_if_redirect(self, item: Item, outcome: Outcome | None) -> None:
-        if outcome is not None and outcome.page is not None and outcome.page.is_redirect:
-            await self._follow_redirect(item, outcome.page)
-
-    def _unclaim(
-        self, key: str, answer: asyncio.Future[Outcome | None], claim: asyncio.Future[bool | None]
-    ) -> None:
-        """Not fetched here after all: waiting plugins get nothing, a worker fetches it."""
-        self._abandoned.discard(key)
-        if self._requisites.get(key) is answer:
-            del self._requisites[key]
-        if self._claimed.get(key) is claim:
-            del self._claimed[key]
-        answer.set_result(None)
-        claim.set_result(None)
-
-    async def _fetch_claimed(
-        self,
-        item: Item,
-        key: str,
-        answer: asyncio.Future[Outcome | None],
-        claim: asyncio.Future[bool | None],
-    ) -> None:
-        outcomes: list[Outcome] = []
-        try:
-            failed = await self._process(item, outcomes)
-        except asyncio.CancelledError:
-            self._unclaim(key, answer, claim)
-            raise
-        except HeldBack:
-            # not sent (paused): the plugin goes without it, the worker that takes its entry
-            # gives it back to the queue
-            self._requisites[key] = None
-            self._claimed.pop(key, None)
-            paused = FetchError(item.url, "not sent: the crawl or its host is paused", kind="paused")
-            answer.set_result(Outcome(None, paused, 0))
-            claim.set_result(None)
-            return
-        except Exception as exc:  # the worker that takes it fails as on any other URL
-            self._requisites[key] = None
-            answer.set_result(Outcome(None, FetchError(item.url, f"not fetched: {exc}"), 1))
-            claim.set_exception(exc)
-            return
-        outcome = outcomes[0] if outcomes else None
-        answer.set_result(outcome)
-        self._requisites[key] = None
-        try:
-            if key in self._abandoned:
-                # its plugin stopped waiting, so nobody asks for the redirect's target: queued here
-                self._abandoned.discard(key)
-                await self._follow_if_redirect(item, outcome)
-        finally:
-            claim.set_result(failed)
-        if len(self._requisites) > _REQUISITES_MEMORY:
-            for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
-                if self._requisites[old] is None:
-                    del self._requisites[old]
 
     async def _failed(self, item: Item, outcome: Outcome) -> bool:
         error = outcome.error
