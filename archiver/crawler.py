@@ -14,8 +14,8 @@ Each job around the loop has a module of its own, which the loop calls:
 * `retries`: retries and backoff, `Retry-After`;
 * `admission`: which links join the frontier; `requisites`: the fetches plugins ask for;
 * `crawl_limits`: time, bytes and disk; `live_control`: `archiver control`;
-* `crawl_records`: the crawl log's line for each URL; `fetcher`: one exchange, and the
-  comparison with the stored copy of ``crawl --update``.
+* `crawl_records`: the crawl log's line for each URL; `fetcher`: one exchange;
+  `update`: the comparison with the stored copy (``crawl --update``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from .crawllog import CrawlLog, logged_urls, write_report
 from .errors import ArchiverError, FetchError, SeedError
 from .fetcher import (
     GuardedResolver,
-    compare_with_stored,
     default_headers,
     fetch,
     open_session,
@@ -59,6 +58,7 @@ from .robots import ROBOTS_MAX_SIZE, RobotsCache
 from .rules import Rules, robots_refusal
 from .traps import TrapDetector
 from .turns import Turn, Turns
+from .update import compare_with_stored
 from .urls import Scope, canonical_key, clean_url, site_of
 
 log = logging.getLogger(__name__)
