@@ -77,11 +77,11 @@ if TYPE_CHECKING:
     from .crawllog import build_report, status_class
     from .credentials import login_of, unredacted_secrets
     from .decode import Decoded, choose_encoding, decode_content, decode_stored, is_textual, known_codec
-    from .frontier import Frontier, Item, Recovered
+    from .frontier import Frontier, Holding, Item, Recovered
     from .history import CrawlRun, read_history
     from .history_lines import history_json
     from .lock import is_locked, read_holder
-    from .politeness import DEFAULT_DELAY
+    from .politeness import DEFAULT_DELAY, HELD_SECONDS, HostLimiter, configured_delay
     from .queue_view import view_lines
     from .runner import crawl_and_report, loop_factory, run_crawl
     from .settings import parse_settings, patterns_problem, setting
@@ -110,6 +110,7 @@ __all__ = [
     "CRAWL_LOG_NAME",
     "DEDUP_NAME",
     "DEFAULT_DELAY",
+    "HELD_SECONDS",
     "HISTORY_NAME",
     "HTML_TYPES",
     "INDEX_FOLDER",
@@ -142,7 +143,9 @@ __all__ = [
     "Frontier",
     "FrontierUnreachable",
     "Headers",
+    "Holding",
     "Hooks",
+    "HostLimiter",
     "Item",
     "Link",
     "LinkKind",
@@ -161,6 +164,7 @@ __all__ = [
     "canonical_key",
     "check_writable",
     "choose_encoding",
+    "configured_delay",
     "count_rows",
     "crawl_and_report",
     "current_tables",
@@ -235,6 +239,7 @@ _LAZY = {
     "known_codec": ".decode",
     "Frontier": ".frontier",
     "Item": ".frontier",
+    "Holding": ".frontier",
     "Recovered": ".frontier",
     "CrawlRun": ".history",
     "read_history": ".history",
@@ -242,6 +247,9 @@ _LAZY = {
     "is_locked": ".lock",
     "read_holder": ".lock",
     "DEFAULT_DELAY": ".politeness",
+    "HELD_SECONDS": ".politeness",
+    "HostLimiter": ".politeness",
+    "configured_delay": ".politeness",
     "view_lines": ".queue_view",
     "crawl_and_report": ".runner",
     "loop_factory": ".runner",

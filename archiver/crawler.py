@@ -6,6 +6,16 @@ seen stops there (coalesced).  What is new is around it: the frontier may be on 
 shared, every exchange goes to the hooks, stopping is graceful, and a worker fetches in a
 turn (`turns.Turns`, `max_tasks` of them) that it gives back once the response is in, so
 the next request does not wait for the page to be parsed and archived.
+
+Each job around the loop has a module of its own, which the loop calls:
+
+* `politeness`: when a host may be asked next (the delay is decided there, in one function),
+  and `gate`: the last check before a request is written (a pause holds at once);
+* `retries`: retries and backoff, `Retry-After`;
+* `admission`: which links join the frontier; `requisites`: the fetches plugins ask for;
+* `crawl_limits`: time, bytes and disk; `live_control`: `archiver control`;
+* `crawl_records`: the crawl log's line for each URL; `fetcher`: one exchange;
+  `update`: the comparison with the stored copy (``crawl --update``).
 """
 
 from __future__ import annotations
@@ -13,26 +23,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import itertools
 import logging
-import random
-import shutil
 import time
-from collections.abc import Coroutine, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from . import control, history
+from .admission import Admission
 from .archive import save_config
 from .config import Config
-from .crawllog import CrawlLog, UrlRecord, logged_urls, write_report
+from .crawl_limits import CrawlLimits
+from .crawl_records import url_record
+from .crawllog import CrawlLog, logged_urls, write_report
 from .credentials import stored_response_headers
-from .errors import RETRYABLE_KINDS, ArchiverError, FetchError, LoginError, ProxyFault, SeedError
+from .errors import ArchiverError, FetchError, LoginError, ProxyFault, SeedError
 from .fetcher import (
     GuardedResolver,
-    compare_with_stored,
     default_headers,
     fetch,
     open_session,
@@ -40,46 +47,29 @@ from .fetcher import (
     without_validators,
 )
 from .frontier import Frontier, Item
+from .gate import RequestGate, RequestHeld
 from .guard import AddressGuard
 from .identity import CrawlIdentity
-from .linkmemo import LinkMemo
+from .live_control import LiveControl
 from .login_check import LoginCheck
 from .manager import Hooks
 from .model import Crawl, Link, LinkKind, Page
-from .politeness import RETRY_STATUSES, HostLimiter, retry_after_seconds
+from .politeness import HostLimiter
+from .requisites import Requisites
+from .retries import HeldBack, Outcome, Retries, WaitForHost
 from .robots import ROBOTS_MAX_SIZE, RobotsCache
-from .rules import Rules, reason_kind, robots_refusal
+from .rules import Rules, robots_refusal
 from .terminal import note
 from .traps import TrapDetector
 from .turns import Turn, Turns
-from .units import human_duration, size
+from .update import compare_with_stored
 from .urls import Scope, canonical_key, clean_url, site_of
 
 log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
-LIMIT_CHECK_SECONDS = 1.0
-DISK_CHECK_BYTES = 1 << 20
-"""The free disk space is also checked after each MiB received, however fast it comes."""
-_SKIP_LOG_MEMORY = 200_000
-_REQUISITES_MEMORY = 100_000
 WORKERS_PER_TURN = 2
 """Workers per fetching turn (`turns.Turns`): while one processes its page, another fetches."""
-
-
-class _WaitForHost(Exception):
-    """The host asked to come back later: `item` (tries counted) waits in the frontier, not in a worker."""
-
-    def __init__(self, item: Item) -> None:
-        super().__init__(item.url)
-        self.item = item
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    page: Page | None
-    error: FetchError | None
-    tries: int
 
 
 class Crawler:
@@ -94,14 +84,13 @@ class Crawler:
         requisites: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self.config = config
-        self._seed_requisites = requisites
-        """(url, page) pairs queued instead of the roots, each as a requisite of its page (a QA
-        patch): the roots still decide the scope, the address guard and whom credentials go to."""
         self.hooks = hooks
         self.frontier = frontier
         self.archive = archive
         self.scope = Scope(config.roots, config.strict, config.include, config.exclude)
         self.limiter = HostLimiter(config)
+        self.gate = RequestGate(self.limiter.held)
+        """Closed by a pause or a stop, it lets no request that has not reached the network start."""
         self.traps = TrapDetector(config)
         self.guard = AddressGuard(config.roots, allow_all=config.allow_private_redirects)
         self.rules = Rules(config, self.scope, self.guard, self.traps, self._plugin_refusal)
@@ -113,30 +102,22 @@ class Crawler:
         self.crawl.identity = self.identity
         self.scheduled = False
         """The frontier hands out only URLs of ready hosts (`Frontier.use_limiter`)."""
-        self._added = 0
         self._stopping = asyncio.Event()
         self._busy: set[asyncio.Task[None]] = set()
-        self._skipped_logged: set[str] = set()
-        self._known_links = LinkMemo()
-        """Links already handed to the frontier or refused (`linkmemo`)."""
         self._seed_failures = 0
         self._login = LoginCheck.of(config)
         self._login_failure: str | None = None
         """Why the crawl stopped as not logged in (`--expect-text`), if it did."""
-        self._requisites: dict[str, asyncio.Future[Outcome | None] | None] = {}
-        """Keys fetched through `discover_links`' `fetch`: a future while in flight, then None
-        (the oldest half dropped past _REQUISITES_MEMORY)."""
-        self._claimed: dict[str, asyncio.Future[bool | None]] = {}
-        """Their frontier entries: a worker that takes one waits for the plugin's fetch and marks
-        it done (the future gives `failed`), or fetches it itself when it gives None."""
-        self._requisite_tasks: set[asyncio.Task[None]] = set()
-        self._abandoned: set[str] = set()
         self._failed_roots: list[str] = []
-        self._earlier = history.CrawlRun(0, "crawl", datetime.now(UTC))
-        """This crawl's earlier runs: what they received and how long they ran count toward the limits."""
-        self._unchecked_bytes = 0
-        self._running = asyncio.Event()
-        self._running.set()
+        self.limits = CrawlLimits(self.crawl, archive, self._stopping)
+        self.control = LiveControl(self)
+        self.retries = Retries(self.crawl, self.limiter, self._send)
+        self.admission = Admission(self.crawl, frontier, self.rules, self.traps, self.log, requisites)
+        self.requisites = Requisites(
+            self.crawl, frontier, self.admission, self._process, self._follow_redirect
+        )
+        self.running = asyncio.Event()
+        self.running.set()
         self._workers: list[asyncio.Task[None]] = []
         self._turns = Turns(config.max_tasks)
         """`max_tasks` workers fetch at once; the others process the pages fetched."""
@@ -145,7 +126,7 @@ class Crawler:
         """Workers to end at their next turn (`archiver control tasks` lowered their number)."""
         self._fault: ArchiverError | None = None
         """The first fault that stopped the workers, raised once the pages in hand are archived."""
-        self._patterns_added = False
+        self.patterns_added = False
         """An include or exclude pattern came while the crawl ran: URLs are checked again when taken."""
 
     # -- public -------------------------------------------------------------------------
@@ -168,15 +149,16 @@ class Crawler:
         crawl = self.crawl
         use_limiter = getattr(self.frontier, "use_limiter", None)
         self.scheduled = bool(use_limiter(self.limiter)) if use_limiter is not None else False
+        self.retries.scheduled = self.scheduled
         await self.frontier.open()
         self.log.open()
         counts = await self.frontier.counts()
-        self._added = counts.seen
+        self.admission.added = counts.seen
         crawl.resumed = counts.seen > 0
         self._record_start()
         started = time.monotonic()
-        limits = asyncio.create_task(self._watch_limits(started), name="archiver-limits")
-        inbox = asyncio.create_task(self._watch_control(control.Inbox(self.archive)), name="archiver-control")
+        limits = asyncio.create_task(self.limits.watch(started), name="archiver-limits")
+        inbox = asyncio.create_task(self.control.watch(control.Inbox(self.archive)), name="archiver-control")
         try:
             self.identity.load(resumed=crawl.resumed)
             resolver = self._resolver = GuardedResolver(self.guard, self.identity.proxy_hosts())
@@ -187,7 +169,7 @@ class Crawler:
                 await self.hooks.crawl_started(crawl)
                 if crawl.resumed:
                     await self._reconcile()
-                await self._seed()
+                await self.admission.seed()
                 await self._run_workers()
         finally:
             limits.cancel()
@@ -256,136 +238,12 @@ class Crawler:
         else:
             run = history.record_start(self.archive, crawl.mode, crawl.started_at)
         crawl.number, crawl.mode = run.number, run.mode
-        self._earlier = run
+        self.limits.earlier = run
 
-    # -- limits -------------------------------------------------------------------------
+    # -- what live control changes (`live_control`) -------------------------------------------
 
-    def _reach_limit(self, reason: str) -> None:
-        """Stop as Ctrl-C does (in-flight fetches finish, the archive stays resumable), saying why."""
-        if self.crawl.limit is not None or self._stopping.is_set():
-            return
-        log.warning("stopping: %s; finishing in-flight fetches", reason)
-        self.crawl.limit = reason
-        self._stopping.set()
-
-    async def _watch_limits(self, started: float) -> None:
-        """Check the time and disk limits once a second (the byte limit is checked per page)."""
-        config = self.config
-        self._count_bytes(0)  # the earlier runs may have reached the byte limit already
-        while True:
-            if config.max_time:
-                ran = self._earlier.seconds + time.monotonic() - started
-                if ran >= config.max_time:
-                    earlier = " (with the earlier runs of this crawl)" if self._earlier.seconds else ""
-                    self._reach_limit(f"max_time {human_duration(config.max_time)} reached{earlier}")
-            self._check_disk()
-            await asyncio.sleep(LIMIT_CHECK_SECONDS)
-
-    def _check_disk(self) -> None:
-        self._unchecked_bytes = 0
-        floor = self.config.min_free_disk
-        if floor:
-            free = shutil.disk_usage(self.archive).free
-            if free < floor:
-                self._reach_limit(
-                    f"min_free_disk: {size(free)} free on the archive's file system,"
-                    f" under the floor of {size(floor)}"
-                )
-
-    # -- live control -------------------------------------------------------------------
-
-    async def _watch_control(self, inbox: control.Inbox) -> None:
-        """Apply the commands sent to this archive, and those other processes of a shared crawl
-        received (the frontier passes them on)."""
-        while True:
-            for command in inbox.new_commands():
-                try:
-                    message = await self._apply(command)
-                except ArchiverError as exc:
-                    inbox.answer(command, False, str(exc))
-                    continue
-                self._log_control(command, message)
-                await self.frontier.share(control.as_record(command), self.config)
-                inbox.answer(command, True, message)
-            for record in await self.frontier.shared_commands():
-                passed_on = control.from_record(record)
-                if passed_on is None:
-                    continue
-                try:
-                    self._log_control(passed_on, await self._apply(passed_on, shared=True))
-                except ArchiverError as exc:
-                    log.warning("archiver control from another process refused: %s", exc)
-            await asyncio.sleep(control.POLL_SECONDS)
-
-    def _log_control(self, command: control.Command, message: str) -> None:
-        note(log, "archiver control: %s", message)
-        event = {"outcome": "control", "verb": command.verb, "args": list(command.args)}
-        self.log.write({**event, "at": command.at, "reason": message})
-
-    async def _apply(self, command: control.Command, shared: bool = False) -> str:
-        """Carry out one command of `archiver control`; what was done, in words.
-
-        A command another process of a shared crawl received (`shared`) has had its queue
-        changes made there: here it only changes this process's rules and settings."""
-        verb, args = command.verb, command.args
-        control.check(verb, args)
-        crawl, config = self.crawl, self.config
-        if verb == "pause":
-            self._running.clear()
-            crawl.paused = True
-            return f"paused: {len(self._busy)} fetches in flight finish, no new one starts"
-        if verb == "resume":
-            self._running.set()
-            crawl.paused = False
-            return "resumed"
-        if verb == "stop":
-            self._running.set()
-            self._reach_limit("stopped by `archiver control stop`")
-            return "stopping: fetches in flight finish, then the crawl stops (resumable)"
-        if verb in ("exclude", "include"):
-            return await self._add_pattern(args[0], verb == "exclude", command.at, drop=not shared)
-        if verb == "delay":
-            seconds = float(args[0])
-            self.limiter.set_delay(seconds)
-            self._save(config.replace(delay=seconds))
-            return f"delay {seconds:g} s between two requests to a host"
-        if verb == "concurrency":
-            n = int(args[0])
-            self.limiter.set_concurrency(n)
-            self._save(config.replace(per_host_concurrency=n))
-            return f"concurrency {n} requests at once per host"
-        if verb == "tasks":
-            return self._set_tasks(int(args[0]))
-        host, action = args
-        self.limiter.hold(host, action == "pause")
-        done = f"host {host} {'paused' if action == 'pause' else 'resumed'}"
-        if self.scope.host_allows(f"http://{host}/"):
-            return done
-        # a requisite's host is fetched too, so an unknown name is flagged, not refused
-        return f"{done}; {host} is not the host of a root (written as URLs write it, port and all?)"
-
-    async def _add_pattern(self, pattern: str, exclude: bool, at: str, drop: bool = True) -> str:
-        """A new include or exclude pattern: kept, and the queued URLs it refuses dropped (logged)."""
-        config = self.config
-        self.scope.add_pattern(pattern, exclude=exclude)
-        self._patterns_added = True
-        if exclude:
-            self._save(config.replace(exclude=(*config.exclude, pattern)))
-        else:
-            self._save(config.replace(include=(*config.include, pattern)))
-        when = f"added by archiver control at {at}"
-
-        def refusal(item: Item) -> str | None:
-            verdict = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
-            return None if verdict is None else f"{verdict} ({when})"
-
-        dropped = await self.frontier.drop(refusal) if drop else []
-        for item, reason in dropped:
-            self._skip(item.url, reason, item.referrer, item.depth)
-        verb = "exclude" if exclude else "include"
-        return f"{verb} {pattern!r}: {len(dropped):,} queued URLs dropped"
-
-    def _set_tasks(self, n: int) -> str:
+    def set_tasks(self, n: int) -> str:
+        """`archiver control tasks N`: workers started, or retired at their next turn."""
         self._turns.set_limit(n)
         wanted = WORKERS_PER_TURN * n
         live = sum(not task.done() for task in self._workers) - self._retire
@@ -397,24 +255,13 @@ class Crawler:
                     self._workers.append(self._group.create_task(self._work()))
         elif wanted < live:
             self._retire += live - wanted
-        self._save(self.config.replace(max_tasks=n))
+        self.save(self.config.replace(max_tasks=n))
         return f"tasks {n} workers"
 
-    def _save(self, config: Config) -> None:
+    def save(self, config: Config) -> None:
         """Keep a change in crawl.toml, so that a resume goes on with it."""
         self.config = self.crawl.config = config
         save_config(config, self.archive)
-
-    def _count_bytes(self, received: int) -> None:
-        stats = self.crawl.stats
-        stats["bytes"] += received
-        self._unchecked_bytes += received
-        if self._unchecked_bytes >= DISK_CHECK_BYTES:  # a fast crawl writes much in a second
-            self._check_disk()
-        limit = self.config.max_bytes
-        if limit and self._earlier.received + stats["bytes"] >= limit:
-            earlier = " (with the earlier runs of this crawl)" if self._earlier.received else ""
-            self._reach_limit(f"max_bytes {size(limit)} received{earlier}")
 
     async def _reconcile(self) -> int:
         """Mark done the URLs in flight when the last run stopped whose responses are archived whole.
@@ -443,9 +290,9 @@ class Crawler:
             if page.is_redirect:
                 new = await self._follow_redirect(item, page)
             else:
-                new = await self._add_links(links, item, page.url)
+                new = await self.admission.add_links(links, item, page.url)
             if item.url not in logged:
-                record = self._record(item, page, 1, len(links), new, None)
+                record = url_record(self.config, item, page, 1, len(links), new, None)
                 record.reason = "archived before the previous run stopped; logged on resume"
                 self.log.write(record)
         marked = await self.frontier.mark_done(found)
@@ -480,9 +327,7 @@ class Crawler:
                 raise self._fault
         finally:
             # only left when stopping (or another process holds their entries): in flight for a resume
-            for task in self._requisite_tasks:
-                task.cancel()
-            await asyncio.gather(*self._requisite_tasks, return_exceptions=True)
+            await self.requisites.cancel_all()
 
     async def _watch_stop(self, workers: list[asyncio.Task[None]]) -> None:
         await self._stopping.wait()
@@ -513,7 +358,7 @@ class Crawler:
         task = asyncio.current_task()
         assert task is not None
         while not self._stopping.is_set():
-            await self._running.wait()
+            await self.running.wait()
             if self._retire > 0:
                 self._retire -= 1
                 return
@@ -527,7 +372,7 @@ class Crawler:
                 try:
                     if await self._not_yet(item):
                         continue
-                    claim = self._claimed.pop(canonical_key(item.url), None) if self._claimed else None
+                    claim = self.requisites.claim_of(item)
                     if claim is None:
                         failed = await self._process(item, turn=turn)
                     else:
@@ -538,15 +383,34 @@ class Crawler:
                             turn = Turn(self._turns)
                             handled = await self._process(item, turn=turn)
                         failed = handled
-                except _WaitForHost as wait:
+                except WaitForHost as wait:
                     if await self.frontier.give_back(item, wait.item):
                         continue
                     failed = await self._process(wait.item, may_give_back=False, turn=turn)
+                except HeldBack as held:
+                    if await self.frontier.give_back(item, held.item):
+                        continue
+                    failed = await self._process_when_open(held.item, turn)
                 finally:
                     self._busy.discard(task)
             finally:
                 turn.end()
             await self.frontier.done(item, failed=failed)
+
+    async def _process_when_open(self, item: Item, turn: Turn) -> bool:
+        """`item` with a frontier that cannot take it back: fetched once the gate lets it through."""
+        turn.end()
+        while True:
+            await self.running.wait()
+            await self._turns.take()
+            turn = Turn(self._turns)
+            try:
+                return await self._process(item, turn=turn)
+            except HeldBack as held:
+                item = held.item
+                await asyncio.sleep(control.POLL_SECONDS)
+            finally:
+                turn.end()
 
     async def _not_yet(self, item: Item) -> bool:
         """Give `item` back to the frontier when its host's robots.txt was just fetched (the
@@ -557,7 +421,10 @@ class Crawler:
         """
         if not self.scheduled or self.robots is None:
             return False
-        fetched, settled = await self.robots.prepare(item.url)
+        try:
+            fetched, settled = await self.robots.prepare(item.url)
+        except RequestHeld:
+            raise HeldBack(item) from None
         if settled and not (fetched and not self.limiter.may_start(item.url)):
             return False
         return await self.frontier.give_back(item)
@@ -573,38 +440,9 @@ class Crawler:
             self.limiter.fetched(site_of(item.url))
         turn.end()
 
-    async def _fetch_with_retries(self, item: Item, *, may_give_back: bool = False) -> Outcome:
-        """Fetch `item`, retried as the settings say; raises `_WaitForHost` when the host
-        paused itself, or a network error snoozed it for the backoff, and `may_give_back`
-        (the URL waits in the frontier, the worker goes on)."""
-        error: FetchError | None = None
-        for attempt in range(item.tries + 1, self.config.max_tries + 1):
-            headers = self._headers(item.url)
-            try:
-                async with self.limiter.slot(item.url):
-                    page = await self._fetch(item, headers, self.config)
-                self.limiter.observe(item.url, page.elapsed, page.status)
-                if not self._retry_later(page, attempt):
-                    return Outcome(page, None, attempt)
-                self.crawl.stats["retries"] += 1
-                if may_give_back and self.scheduled:
-                    raise _WaitForHost(dataclasses.replace(item, tries=attempt))
-                continue
-            except FetchError as exc:
-                error = exc
-                error.attempts = attempt
-                if exc.kind not in RETRYABLE_KINDS or attempt == self.config.max_tries:
-                    break
-                self.crawl.stats["retries"] += 1
-                backoff = self.config.retry_backoff * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
-                if may_give_back and self.scheduled:
-                    # as a Retry-After: the host is snoozed, its URL waits in its queue, and
-                    # the worker takes another host's URL meanwhile
-                    log.info("%s: %s, retrying in %.1f s", item.url, exc.message, backoff)
-                    self.limiter.pause(item.url, backoff)
-                    raise _WaitForHost(dataclasses.replace(item, tries=attempt)) from None
-                await asyncio.sleep(backoff)
-        return Outcome(None, error, self.config.max_tries if error is None else error.attempts)
+    async def _send(self, item: Item) -> Page:
+        """One request for `item`, with the headers of now (credentials may have changed)."""
+        return await self._fetch(item, self._headers(item.url), self.config)
 
     def _headers(self, url: str) -> dict[str, str]:
         """The headers of a request to `url`: the defaults, the host's own (credentials), the plugins'."""
@@ -619,7 +457,8 @@ class Crawler:
         if proxy is not None:
             await self._resolver.check_target(item.url)
         try:
-            page = await fetch(self._session, item, headers, config, proxy)
+            with self.gate.request(item.url):
+                page = await fetch(self._session, item, headers, config, proxy)
         except FetchError as exc:
             if exc.kind == "proxy":
                 command = f"archiver crawl --{'update' if self.crawl.mode == 'update' else 'resume'}"
@@ -647,27 +486,6 @@ class Crawler:
         async with self.limiter.slot(item.url):
             return await self._fetch(item, without_validators(headers), self.config)
 
-    def _retry_later(self, page: Page, attempt: int) -> bool:
-        """True when the server asked to come back (429/503) or cut the body, and tries remain.
-
-        Retry-After (seconds or a date, capped by `retry_after_max`) pauses the whole
-        host, since it is the host that asked for it.
-        """
-        if attempt >= self.config.max_tries:
-            return False
-        backoff = self.config.retry_backoff * 2 ** (attempt - 1)
-        if page.status in RETRY_STATUSES:
-            told = retry_after_seconds(page.header("Retry-After"))
-            wait = min(backoff if told is None else told, self.config.retry_after_max)
-            self.crawl.stats[f"retry_status_{page.status}"] += 1
-            log.info("%s answered %d: retrying in %.1f s", page.url, page.status, wait)
-            self.limiter.pause(page.url, wait)
-            return True
-        if page.truncated == "disconnect":
-            self.limiter.pause(page.url, backoff)
-            return True
-        return False
-
     def _make_robots(self) -> RobotsCache | None:
         if not self.config.robots:
             return None
@@ -684,7 +502,7 @@ class Crawler:
             await self.hooks.page_fetched(page, links, self.crawl)
             if links:
                 origin = Item(page.url, 0, self.config.max_redirect, None, LinkKind.PAGE)
-                await self._add_links(links, origin, page.url)
+                await self.admission.add_links(links, origin, page.url)
 
         return RobotsCache(self.config, self.limiter, fetch_one, on_fetched, self.archive, self.log.write)
 
@@ -698,23 +516,26 @@ class Crawler:
     ) -> bool:
         """Fetch one item and hand it on; True when it failed for good.  `kept` receives the
         outcome; the worker's `turn` ends once nothing more is fetched for the item."""
-        if self._patterns_added:
+        if self.patterns_added:
             # queued before a pattern came (in memory, or by another process of a shared crawl)
             refused = self.scope.pattern_verdict(item.url, requisite=self.rules.admits_requisite(item.kind))
             if refused is not None:
-                self._skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
+                self.skip(item.url, f"{refused} (added by archiver control)", item.referrer, item.depth)
                 return False
         if self.robots is not None:
-            verdict = await self.robots.check(item.url)
+            try:
+                verdict = await self.robots.check(item.url)
+            except RequestHeld:
+                raise HeldBack(item) from None
             if verdict.unreachable and _is_root(item):
                 # no answer from the host at all: the root failed, robots.txt refused nothing
                 error = FetchError(item.url, verdict.reason or "host unreachable", kind="network")
                 return await self._failed(item, Outcome(None, error, self.config.max_tries))
             refused = robots_refusal(verdict.allowed, verdict.reason)
             if refused is not None:
-                self._skip(item.url, refused, item.referrer, item.depth)
+                self.skip(item.url, refused, item.referrer, item.depth)
                 return False
-        outcome = await self._fetch_with_retries(item, may_give_back=may_give_back and kept is None)
+        outcome = await self.retries.fetch(item, may_give_back=may_give_back and kept is None)
         if turn is not None and self.crawl.mode != "update":
             self._fetched(item, turn)
         if kept is not None:
@@ -726,12 +547,15 @@ class Crawler:
         page, stored = outcome.page, None
         if self.crawl.mode == "update":
             refetch = functools.partial(self._fetch_in_full, item)
-            page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
+            try:
+                page, stored = await compare_with_stored(page, item, self.hooks, self.crawl, refetch)
+            except RequestHeld:
+                raise HeldBack(item) from None
             stats["not_modified"] += stored is not None
         if turn is not None:
             self._fetched(item, turn)
         stats["pages"] += 1
-        self._count_bytes(len(page.body))
+        self.limits.count_bytes(len(page.body))
         stats[f"status_{page.status // 100}xx"] += 1
         if page.truncated:
             stats[f"truncated_{page.truncated}"] += 1
@@ -741,7 +565,7 @@ class Crawler:
         links = [] if source.is_redirect else self._extract(source)
         await self.hooks.page_fetched(page, links, self.crawl)
         if item.depth == 0 and item.kind is LinkKind.PAGE and self._logged_out(item, source):
-            self.log.write(self._record(item, page, outcome.tries, len(links), 0, None))
+            self.log.write(url_record(self.config, item, page, outcome.tries, len(links), 0, None))
             return False
         if source.is_redirect:
             stats["redirects"] += 1
@@ -749,10 +573,10 @@ class Crawler:
             new = 0 if kept is not None else await self._follow_redirect(item, source)
         else:
             if stored is None:
-                fetch = functools.partial(self._fetch_requisite, item)
+                fetch = functools.partial(self.requisites.fetch, item)
                 links.extend(await self.hooks.discover_links(page, tuple(links), fetch, self.crawl))
-            new = await self._add_links(links, item, page.url)
-        self.log.write(self._record(item, page, outcome.tries, len(links), new, None))
+            new = await self.admission.add_links(links, item, page.url)
+        self.log.write(url_record(self.config, item, page, outcome.tries, len(links), new, None))
         return False
 
     def _logged_out(self, item: Item, page: Page) -> bool:
@@ -770,111 +594,6 @@ class Crawler:
             self._stopping.set()
         return True
 
-    async def _fetch_requisite(self, parent: Item, url: str) -> Page | None:
-        """`discover_links`' `fetch`: `url` fetched now as a requisite of `parent`, at most once.
-
-        The fetch runs in a task of its own: a caller that stops waiting (the page's rendering
-        ended) leaves it to finish, so a URL claimed here is always fetched, archived and logged.
-        """
-        cleaned = clean_url(url)
-        if cleaned is None:
-            raise FetchError(url, "not an http(s) URL", kind="refused")
-        item = Item(cleaned, parent.depth + 1, self.config.max_redirect, parent.url, LinkKind.REQUISITE)
-        key = canonical_key(cleaned)
-        if key in self._requisites:
-            pending = self._requisites[key]
-            outcome = None if pending is None else await asyncio.shield(pending)
-            return None if outcome is None else outcome.page
-        reason = self._refusal(item)
-        if reason is not None:
-            self._skip(cleaned, reason, parent.url, item.depth)
-            raise FetchError(cleaned, reason, kind="refused")
-        if self.config.max_pages and self._added >= self.config.max_pages:
-            self.crawl.stats["limit_max_pages"] += 1
-            raise FetchError(cleaned, f"max_pages {self.config.max_pages} reached", kind="limit")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Outcome | None] = loop.create_future()
-        claim: asyncio.Future[bool | None] = loop.create_future()
-        # claimed before it is queued: a worker taking it meanwhile waits for this fetch
-        self._requisites[key] = answer
-        self._claimed[key] = claim
-        new = False
-        try:
-            new = (await self.frontier.add([(key, item)]))[0]
-        finally:
-            if not new:
-                self._unclaim(key, answer, claim)
-        if not new:
-            return None
-        self._added += 1
-        self._start_requisite_task(self._fetch_claimed(item, key, answer, claim))
-        try:
-            outcome = await asyncio.shield(answer)
-        except asyncio.CancelledError:
-            if answer.done():  # answered, but the caller went away before reading it
-                self._start_requisite_task(self._follow_if_redirect(item, answer.result()))
-            else:
-                self._abandoned.add(key)
-            raise
-        if outcome is None or outcome.page is None:
-            error = outcome.error if outcome else None
-            raise error or FetchError(cleaned, "refused by robots.txt", kind="refused")
-        return outcome.page
-
-    def _start_requisite_task(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._requisite_tasks.add(task)
-        task.add_done_callback(self._requisite_tasks.discard)
-
-    async def _follow_if_redirect(self, item: Item, outcome: Outcome | None) -> None:
-        if outcome is not None and outcome.page is not None and outcome.page.is_redirect:
-            await self._follow_redirect(item, outcome.page)
-
-    def _unclaim(
-        self, key: str, answer: asyncio.Future[Outcome | None], claim: asyncio.Future[bool | None]
-    ) -> None:
-        """Not fetched here after all: waiting plugins get nothing, a worker fetches it."""
-        self._abandoned.discard(key)
-        if self._requisites.get(key) is answer:
-            del self._requisites[key]
-        if self._claimed.get(key) is claim:
-            del self._claimed[key]
-        answer.set_result(None)
-        claim.set_result(None)
-
-    async def _fetch_claimed(
-        self,
-        item: Item,
-        key: str,
-        answer: asyncio.Future[Outcome | None],
-        claim: asyncio.Future[bool | None],
-    ) -> None:
-        outcomes: list[Outcome] = []
-        try:
-            failed = await self._process(item, outcomes)
-        except asyncio.CancelledError:
-            self._unclaim(key, answer, claim)
-            raise
-        except Exception as exc:  # the worker that takes it fails as on any other URL
-            self._requisites[key] = None
-            answer.set_result(Outcome(None, FetchError(item.url, f"not fetched: {exc}"), 1))
-            claim.set_exception(exc)
-            return
-        outcome = outcomes[0] if outcomes else None
-        answer.set_result(outcome)
-        self._requisites[key] = None
-        try:
-            if key in self._abandoned:
-                # its plugin stopped waiting, so nobody asks for the redirect's target: queued here
-                self._abandoned.discard(key)
-                await self._follow_if_redirect(item, outcome)
-        finally:
-            claim.set_result(failed)
-        if len(self._requisites) > _REQUISITES_MEMORY:
-            for old in list(itertools.islice(self._requisites, len(self._requisites) // 2)):
-                if self._requisites[old] is None:
-                    del self._requisites[old]
-
     async def _failed(self, item: Item, outcome: Outcome) -> bool:
         error = outcome.error
         assert error is not None
@@ -887,7 +606,7 @@ class Crawler:
             self.crawl.seed_error = self.crawl.seed_error or str(error)
         log.info("failed %s after %d tries: %s", item.url, outcome.tries, error.message)
         await self.hooks.fetch_failed(item.url, error, self.crawl)
-        self.log.write(self._record(item, None, outcome.tries, 0, 0, error.message))
+        self.log.write(url_record(self.config, item, None, outcome.tries, 0, 0, error.message))
         return True
 
     def _extract(self, page: Page) -> list[Link]:
@@ -907,12 +626,12 @@ class Crawler:
     async def _follow_redirect(self, item: Item, page: Page) -> int:
         target = clean_url(page.redirect_to or "")
         if target is None:
-            self._skip(page.redirect_to or "", "redirect to a non-http(s) URL", item.url, item.depth)
+            self.skip(page.redirect_to or "", "redirect to a non-http(s) URL", item.url, item.depth)
             return 0
         if item.redirects_left <= 0:
             log.warning("redirect limit reached for %s", item.url)
             self.crawl.stats["redirect_limit"] += 1
-            self._skip(target, "redirect limit reached", item.url, item.depth)
+            self.skip(target, "redirect limit reached", item.url, item.depth)
             return 0
         if _is_root(item) and not self.scope.host_allows(target):
             self.scope.add_site(target)
@@ -923,7 +642,7 @@ class Crawler:
             self.crawl.stats["redirects_back"] += 1
             await self._process(next_item)
             return 0
-        return await self._add([next_item], coalesce=True)
+        return await self.admission.add([next_item], coalesce=True)
 
     def _redirected_back(self, item: Item, page: Page, target: str) -> bool:
         """Whether `page` set a cookie and sends the crawl back to the URL whose redirect led to it."""
@@ -933,65 +652,8 @@ class Crawler:
             and item.referrer is not None
             and item.redirects_left < self.config.max_redirect
             and canonical_key(target) == canonical_key(item.referrer)
-            and self._refusal(Item(target, item.depth, 0, item.url, item.kind)) is None
+            and self.admission.refusal(Item(target, item.depth, 0, item.url, item.kind)) is None
         )
-
-    async def _add_links(self, links: Iterable[Link], item: Item, referrer: str) -> int:
-        if item.kind is not LinkKind.PAGE:
-            links = [link for link in links if link.kind is not LinkKind.PAGE]
-        candidates = []
-        known = self._known_links
-        depth = item.depth + 1
-        too_deep = self.rules.depth
-        for link in links:
-            is_page = link.kind is LinkKind.PAGE
-            memo = link.url if is_page else "\0" + link.url
-            if memo in known:
-                continue
-            url = clean_url(link.url)
-            if url is None:
-                continue
-            refused = too_deep(url, depth, link.kind, referrer)
-            if refused is not None:
-                self._skip(url, refused, referrer, depth)
-                continue
-            known.add(memo)
-            candidates.append(Item(url, depth, self.config.max_redirect, referrer, link.kind))
-        return await self._add(candidates)
-
-    async def _add(self, items: list[Item], *, coalesce: bool = False) -> int:
-        """Queue the items that pass scope, limits and plugins; returns how many were new."""
-        entries: list[tuple[str, Item]] = []
-        keys: set[str] = set()
-        for item in items:
-            reason = self._refusal(item)
-            if reason is not None:
-                self._skip(item.url, reason, item.referrer, item.depth)
-                continue
-            key = canonical_key(item.url)
-            if key in keys:
-                continue
-            keys.add(key)
-            entries.append((key, item))
-        if not entries:
-            return 0
-        budget = self.config.max_pages - self._added if self.config.max_pages else len(entries)
-        added = await self.frontier.add(entries[: max(budget, 0)])
-        for (_key, queued), is_new in zip(entries, added, strict=False):
-            if is_new:
-                self.traps.admitted(queued.url)
-        new = sum(added)
-        self._added += new
-        if coalesce and not new:
-            log.debug("redirect to %s coalesced: already seen", entries[0][1].url)
-            self.crawl.stats["redirects_coalesced"] += 1
-        if budget < len(entries):
-            self.crawl.stats["limit_max_pages"] += len(entries) - max(budget, 0)
-        return new
-
-    def _refusal(self, item: Item) -> str | None:
-        """Why `item` may not join the frontier, or None: the `queue` rules of `rules.Rules`."""
-        return self.rules.refusal(item.url, item.depth, item.kind, item.referrer)
 
     def _plugin_refusal(self, url: str, referrer: str | None) -> str | None:
         if self.hooks.accept_url(url, referrer, self.crawl) is False:
@@ -999,85 +661,9 @@ class Crawler:
             return f"refused by plugin {name} (accept_url)"
         return None
 
-    def _skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
-        self.crawl.stats[f"skipped_{reason_kind(reason)}"] += 1
-        if url in self._skipped_logged:
-            return
-        if len(self._skipped_logged) < _SKIP_LOG_MEMORY:
-            self._skipped_logged.add(url)
-        self.log.skipped(url, reason, referrer, depth)
-
-    # -- seeds and records --------------------------------------------------------------
-
-    async def _seed(self) -> None:
-        if self._seed_requisites is not None:
-            redirects = self.config.max_redirect
-            await self._add(
-                [
-                    Item(url, 1, redirects, page, LinkKind.REQUISITE)
-                    for url, page in self._seed_requisites
-                    if clean_url(url) is not None
-                ]
-            )
-            return
-        roots = []
-        for root in self.config.roots:
-            url = clean_url(root)
-            if url is None:
-                continue
-            roots.append(Item(url, 0, self.config.max_redirect, None, LinkKind.PAGE))
-        await self._add(roots)
-
-    def _record(
-        self,
-        item: Item,
-        page: Page | None,
-        tries: int,
-        num_urls: int,
-        num_new: int,
-        error: str | None,
-    ) -> UrlRecord:
-        return UrlRecord(
-            url=item.url,
-            status=page.status if page else None,
-            next_url=page.redirect_to if page else None,
-            content_type=page.content_type or None if page else None,
-            encoding=page.encoding if page else None,
-            num_urls=num_urls,
-            num_new_urls=num_new,
-            tries=tries,
-            error=error,
-            depth=item.depth,
-            bytes=len(page.body) if page else 0,
-            elapsed=round(page.elapsed, 4) if page else 0.0,
-            kind=str(item.kind),
-            truncated=page.truncated if page else None,
-            outcome=("not_modified" if page.unchanged and page.status == 304 else "fetched")
-            if page
-            else "failed",
-            reason=limit_reason(page, tries, num_urls, self.config) if page else None,
-        )
+    def skip(self, url: str, reason: str, referrer: str | None, depth: int) -> None:
+        self.admission.skip(url, reason, referrer, depth)
 
 
 def _is_root(item: Item) -> bool:
     return item.depth == 0 and item.referrer is None
-
-
-def limit_reason(page: Page, tries: int, num_urls: int, config: Config) -> str | None:
-    """The limits that shaped this capture, in words, for the crawl log."""
-    reasons = []
-    if page.truncated == "length":
-        reasons.append(f"body cut at max_body_size = {config.max_body_size} bytes")
-    elif page.truncated == "time":
-        reasons.append(
-            f"body cut: over timeout = {config.timeout:g} s or under min_rate = {config.min_rate} B/s"
-        )
-    elif page.truncated == "disconnect":
-        reasons.append(f"connection lost mid-body, partial body kept after {tries} tries")
-    if page.decode_error:
-        reasons.append(f"not parsed: {page.decode_error}")
-    if num_urls >= config.max_links_per_page:
-        reasons.append(f"only the first {config.max_links_per_page} links taken (max_links_per_page)")
-    if page.status in RETRY_STATUSES:
-        reasons.append(f"HTTP {page.status} after {tries} tries (Retry-After honoured)")
-    return "; ".join(reasons) or None

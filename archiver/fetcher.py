@@ -18,11 +18,11 @@ import resource
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -35,14 +35,11 @@ from .cookiejar import CrawlCookieJar
 from .decode import Decoded, choose_encoding, decode_content, is_textual
 from .errors import FetchError, exhausted
 from .frontier import Item
+from .gate import RequestHeld, current_ticket
 from .guard import AddressGuard, AddressRefused
 from .model import Headers, Page, find_header, parse_content_type
 from .tls import certificate_problem, client_context
 from .urls import literal_address, resolve_url, wire_url
-
-if TYPE_CHECKING:
-    from .manager import Hooks
-    from .model import Crawl
 
 _READ_CHUNK = 64 * 1024
 _THREAD_DECODE_OVER = 512 * 1024
@@ -426,6 +423,13 @@ class _PeerRecordingConnector(aiohttp.TCPConnector):
         if refused is not None:
             connection.close()
             raise aiohttp.ClientConnectorError(req.connection_key, AddressRefused(refused))
+        ticket = current_ticket()
+        if ticket is not None:
+            try:
+                ticket.send()  # the last moment before the request is written (`gate`)
+            except RequestHeld:
+                connection.release()
+                raise
         _peer.set(address)
         return connection
 
@@ -553,51 +557,6 @@ def without_validators(headers: Mapping[str, str]) -> dict[str, str]:
     """`headers` made unconditional: the answer will be the whole resource."""
     conditional = {name.lower() for name in VALIDATORS}
     return {name: value for name, value in headers.items() if name.lower() not in conditional}
-
-
-def sent_validator(page: Page) -> bool:
-    """Whether the request of `page` was conditional: only then does a 304 mean anything."""
-    return any(find_header(page.request_headers, name) for name in VALIDATORS)
-
-
-async def compare_with_stored(
-    page: Page,
-    item: Item,
-    hooks: Hooks,
-    crawl: Crawl,
-    refetch: Callable[[], Awaitable[Page]] | None = None,
-) -> tuple[Page, Page | None]:
-    """`page` marked `unchanged` when the archive already holds its content, and for a 304 the
-    stored page the crawl goes on through (its links, made ready for extraction).
-
-    A 304 is believed only when the request carried a validator and a capture is stored:
-    otherwise (a server that answers 304 to anything) it is recorded as it came and leads
-    nowhere, since inventing its links would archive a site that is not there.  A validator
-    is only sent for a stored capture, so a 304 whose capture cannot be read means that copy
-    is damaged: the URL is then asked again in full (`refetch`) and the fresh answer stored.
-    """
-    if page.status != 304:
-        if await hooks.same_as_stored(page, crawl):
-            return dataclasses.replace(page, unchanged=True), None
-        return page, None
-    if not sent_validator(page):
-        log.warning("%s answered 304 to a request without a validator: recorded as it came", page.url)
-        return page, None
-    found = await hooks.stored_page(page.url, crawl)
-    if found is None and refetch is not None:
-        log.warning("%s answered 304 but its stored capture cannot be read: asked again in full", page.url)
-        try:
-            fresh = await refetch()
-        except FetchError as exc:
-            log.warning("%s: %s; the 304 is recorded as it came", page.url, exc.message)
-        else:
-            if fresh.status != 304:
-                return await compare_with_stored(fresh, item, hooks, crawl)
-    if found is None:
-        log.warning("%s answered 304 but no capture of it is stored: recorded as it came", page.url)
-        return page, None
-    stored = await stored_page(found, item, crawl.config)
-    return dataclasses.replace(page, unchanged=True), stored
 
 
 async def stored_page(stored: Page, item: Item, config: Config) -> Page:

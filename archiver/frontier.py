@@ -24,7 +24,7 @@ from .urls import site_of
 if TYPE_CHECKING:
     from .config import Config
 
-__all__ = ["Counts", "Frontier", "HostQueues", "Item", "MemoryFrontier", "Recovered"]
+__all__ = ["Counts", "Frontier", "Holding", "HostQueues", "Item", "MemoryFrontier", "Recovered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,18 @@ class Recovered:
     key: str
     item: Item
     taken_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """How the other processes of a shared crawl answered a pause, a host pause or a stop."""
+
+    processes: int = 0
+    """Processes that hold now: none of them starts a request the command forbids."""
+    on_wire: int = 0
+    """Requests those processes had already sent, which finish."""
+    silent: tuple[str, ...] = ()
+    """Processes that looked alive and did not answer in time."""
 
 
 class Frontier(Protocol):
@@ -116,6 +128,16 @@ class Frontier(Protocol):
     async def shared_commands(self) -> list[dict[str, Any]]:
         """The live-control commands other processes shared since the last call."""
         return []
+
+    async def confirm_held(self, command: dict[str, Any], on_wire: int) -> None:
+        """Tell the process that shared `command` (a pause, a host pause, a stop) that it holds
+        here, with the requests this process had already sent."""
+        return None
+
+    async def held_everywhere(self, command: dict[str, Any]) -> Holding:
+        """After `share`: wait (bounded) until every other live process of the crawl holds
+        for `command`; what they answered.  Alone, nobody else has to."""
+        return Holding()
 
 
 class HostQueues:

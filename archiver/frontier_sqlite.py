@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArchiveError
-from .frontier import Item, Recovered, wait_for_schedule
+from .frontier import Holding, Item, Recovered, wait_for_schedule
 from .model import Counts, LinkKind
 from .politeness import HostLimiter
 from .schedule import HostSchedule
@@ -372,6 +372,12 @@ class SqliteFrontier:
 
     async def shared_commands(self) -> list[dict[str, Any]]:
         return []
+
+    async def confirm_held(self, command: dict[str, Any], on_wire: int) -> None:
+        return None
+
+    async def held_everywhere(self, command: dict[str, Any]) -> Holding:
+        return Holding()
 
     async def counts(self) -> Counts:
         s = self._state

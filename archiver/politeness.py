@@ -1,17 +1,22 @@
 """Per-host manners: how many requests at once, how far apart, and when to back off.
 
-One `HostLimiter` per crawl.  The gap between two requests to a host is, in order of
-precedence: the user's `delay`, else the host's robots.txt `Crawl-delay`, else
-`DEFAULT_DELAY`; the adaptive throttle may only lengthen it, and a `Retry-After` or an
-unavailable robots.txt pauses the host outright.
+Where the delay is decided: `delay_for_host`, one function of a host's state, gives the gap
+between two requests to a host: the user's `delay`, else the host's robots.txt
+`Crawl-delay`, else `DEFAULT_DELAY`; the adaptive throttle may only lengthen it.  A host
+may then start its next request at `next_start`: a gap after its last one, and not while
+it is paused (a `Retry-After`, an unavailable robots.txt, `archiver control host HOST
+pause`).  Every frontier gets its answer from these two: the memory and SQLite frontiers
+through `HostLimiter.ready_at`, the Redis frontier through `SharedHosts.claim_start`,
+which keeps the last start and the pauses of every host in Redis for all processes.
 
-The limiter serves two parties.  A scheduling frontier (memory, SQLite) asks `ready_at`
-when a host may next be handed out and tells `taken`/`released` as its URLs come and go,
-so a worker is only given a URL whose host is ready; whenever a host's ready time moves
-(a pause, a new gap, a request started) the frontier hears of it through `on_change`.
-`slot`, around every request, is the guarantee the server sees whatever the frontier:
-at most `concurrency` at once and starts at least a gap apart (robots.txt fetches and
-retries included); with a scheduling frontier it rarely has to wait.
+One `HostLimiter` per crawl.  The limiter serves two parties.  A scheduling frontier
+(memory, SQLite) asks `ready_at` when a host may next be handed out and tells
+`taken`/`released` as its URLs come and go, so a worker is only given a URL whose host
+is ready; whenever a host's ready time moves (a pause, a new gap, a request started) the
+frontier hears of it through `on_change`.  `slot`, around every request, is the guarantee
+the server sees whatever the frontier: at most `concurrency` at once and starts at least a
+gap apart (robots.txt fetches and retries included, and with a Redis frontier the other
+processes' requests too); with a scheduling frontier it rarely has to wait.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 
 from .config import Config
 from .urls import site_of
@@ -37,6 +43,67 @@ WAKE_SECONDS = 1.0
 """A request waiting in `slot` looks again at least this often: a pause may have been lifted."""
 HELD_SECONDS = 10 * 365 * 86_400.0
 """A host paused by `archiver control host HOST pause` waits this long: until resumed."""
+
+
+def configured_delay(config: Config) -> float:
+    """The gap of a host that has told nothing: `delay` if the user set one, else the default."""
+    return config.delay if config.delay >= 0 else DEFAULT_DELAY
+
+
+def delay_for_host(
+    *,
+    user_delay: float | None,
+    crawl_delay: float | None,
+    latency: float | None,
+    default: float,
+    throttle_max: float,
+) -> tuple[float, str]:
+    """The gap kept between two requests to a host, and where it comes from.
+
+    `latency` is the adaptive throttle's estimate for the host (None when it is off or has
+    not seen an answer yet); it may lengthen the gap, up to `throttle_max`, never shorten it.
+    """
+    if user_delay is not None:
+        base, source = user_delay, "set by --delay or the config"
+    elif crawl_delay is not None:
+        base, source = crawl_delay, "robots.txt Crawl-delay"
+    else:
+        base, source = default, "the default"
+    throttled = min(latency, throttle_max) if latency is not None else 0.0
+    return (throttled, "adaptive throttle") if throttled > base else (base, source)
+
+
+def next_start(last_start: float, gap: float, pause_until: float) -> float:
+    """When a host's next request may start: a gap after its last one, and not while paused."""
+    return max(last_start + gap, pause_until)
+
+
+class SharedHosts(Protocol):
+    """The hosts' clock of a crawl shared by several processes (the Redis frontier keeps it), so
+    that a gap, a Retry-After or a robots.txt pause met by one process binds all of them."""
+
+    async def claim_start(self, site: str, gap: float) -> float:
+        """Start a request to `site` now if the whole crawl allows it (0.0; the next one then a
+        `gap` later), else the seconds to wait."""
+        ...
+
+    def pause(self, site: str, seconds: float) -> None:
+        """Hold every process's requests to `site` for `seconds` (told in the background)."""
+        ...
+
+    async def robots_of(self, origin: str) -> tuple[int, bytes] | None:
+        """The robots.txt answer (status, body) another process fetched for `origin`, waiting
+        while one fetches it; None when this process is to fetch it (then `robots_fetched` or
+        `robots_failed`)."""
+        ...
+
+    async def robots_fetched(self, origin: str, status: int, body: bytes) -> None:
+        """Keep the answer for the other processes: robots.txt is fetched once per crawl."""
+        ...
+
+    async def robots_failed(self, origin: str) -> None:
+        """No answer to keep (robots.txt unavailable for now): another process may try."""
+        ...
 
 
 class _HostState:
@@ -76,7 +143,7 @@ class HostLimiter:
     def __init__(self, config: Config) -> None:
         self.concurrency = config.per_host_concurrency
         self.user_delay = config.delay if config.delay >= 0 else None
-        self.delay = self.user_delay if self.user_delay is not None else DEFAULT_DELAY
+        self.delay = configured_delay(config)
         self.adaptive = config.adaptive_throttle
         self.max_delay = max(min(THROTTLE_MAX_DELAY, config.retry_after_max), self.delay)
         self._hosts: dict[str, _HostState] = {}
@@ -88,6 +155,10 @@ class HostLimiter:
         """When a request last waited for its host's gap, and the host: the gap bounds the pace."""
         self._paused: dict[str, float] = {}
         """Hosts paused (Retry-After, robots.txt unavailable, held) -> until when; few at a time."""
+        self._held: set[str] = set()
+        """Hosts paused by `archiver control host HOST pause`, until resumed."""
+        self.shared: SharedHosts | None = None
+        """The whole crawl's clock of hosts, when several processes share it (set by the frontier)."""
 
     def last_wait(self, within: float = 2.0) -> tuple[str, float, str] | None:
         """(host, gap, where the gap comes from) when a request waited for the gap lately."""
@@ -97,15 +168,14 @@ class HostLimiter:
         return site, *self._gap(self._site_state(site))
 
     def _gap(self, state: _HostState) -> tuple[float, str]:
-        """The gap kept between two requests to a host, and where it comes from."""
-        if self.user_delay is not None:
-            base, source = self.user_delay, "set by --delay or the config"
-        elif state.delay is not None:
-            base, source = state.delay, "robots.txt Crawl-delay"
-        else:
-            base, source = self.delay, "the default"
-        throttled = min(state.latency, self.max_delay) if self.adaptive and state.latency is not None else 0.0
-        return (throttled, "adaptive throttle") if throttled > base else (base, source)
+        """The gap kept between two requests to a host, and where it comes from (`delay_for_host`)."""
+        return delay_for_host(
+            user_delay=self.user_delay,
+            crawl_delay=state.delay,
+            latency=state.latency if self.adaptive else None,
+            default=self.delay,
+            throttle_max=self.max_delay,
+        )
 
     def _state(self, url: str) -> _HostState:
         return self._site_state(site_of(url))
@@ -130,6 +200,8 @@ class HostLimiter:
         state.pause_until = max(state.pause_until, time.monotonic() + seconds)
         self._paused[site] = state.pause_until
         self._changed(site)
+        if self.shared is not None:
+            self.shared.pause(site, seconds)
 
     def set_crawl_delay(self, url: str, seconds: float) -> bool:
         """Use robots.txt's Crawl-delay for this host, unless the user chose a delay; True if taken."""
@@ -160,6 +232,10 @@ class HostLimiter:
         control host`); a Retry-After pause ends with it."""
         state = self._site_state(site)
         state.pause_until = time.monotonic() + HELD_SECONDS if held else 0.0
+        if held:
+            self._held.add(site)
+        else:
+            self._held.discard(site)
         self._paused[site] = state.pause_until
         self._changed(site)
 
@@ -177,15 +253,14 @@ class HostLimiter:
             return time.monotonic()
         if state.active >= self.concurrency:
             return None
-        return max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until)
+        return next_start(max(state.last_start, state.handed_out), self._gap(state)[0], state.pause_until)
 
     def may_start(self, url: str) -> bool:
         """Whether a request to the host of `url` could start now (its gap passed, no pause)."""
         state = self._hosts.get(site_of(url))
         if state is None:
             return True
-        now = time.monotonic()
-        return state.last_start + self._gap(state)[0] <= now and state.pause_until <= now
+        return next_start(state.last_start, self._gap(state)[0], state.pause_until) <= time.monotonic()
 
     def taken(self, site: str) -> None:
         """A URL of `site` was handed out: one slot busy, and the next one a gap later."""
@@ -225,10 +300,15 @@ class HostLimiter:
             and state.fetching == 0
             and state.delay is None
             and state.latency is None
-            and max(max(state.last_start, state.handed_out) + self._gap(state)[0], state.pause_until) <= now
+            and next_start(max(state.last_start, state.handed_out), self._gap(state)[0], state.pause_until)
+            <= now
             and (self._waited is None or self._waited[1] != site)
         ):
             del self._hosts[site]
+
+    def held(self, site: str) -> bool:
+        """Whether `site` is paused by `archiver control host HOST pause`."""
+        return site in self._held
 
     def paused(self, site: str, now: float) -> bool:
         state = self._hosts.get(site)
@@ -271,13 +351,20 @@ class HostLimiter:
             while True:
                 gap = self._gap(state)[0] if delay is None else delay
                 now = time.monotonic()
-                next_start = state.last_start + gap
-                start = max(now, next_start, state.pause_until)
-                if start <= now:
+                start = next_start(state.last_start, gap, state.pause_until)
+                if start > now:
+                    if state.last_start + gap > now >= state.pause_until:
+                        self._waited = (now, site)
+                    await asyncio.sleep(min(start - now, WAKE_SECONDS))
+                    continue
+                if self.shared is None or gap <= 0:
                     break
-                if next_start > now >= state.pause_until:
-                    self._waited = (now, site)
-                await asyncio.sleep(min(start - now, WAKE_SECONDS))
+                # the other processes' requests count too: one round trip, only for a host with a gap
+                wait = await self.shared.claim_start(site, gap)
+                if wait <= 0:
+                    break
+                self._waited = (time.monotonic(), site)
+                await asyncio.sleep(min(wait, WAKE_SECONDS))
             state.last_start = time.monotonic()
             self._changed(site)
             state.fetching += 1

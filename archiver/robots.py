@@ -185,6 +185,8 @@ class RobotsCache:
         self.max_failures = config.max_tries
         self.entries: dict[str, RobotsEntry] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._kept: dict[str, tuple[int, bytes]] = {}
+        """The last answer fetched per origin, until it is handed to the other processes."""
         self._file: IO[str] | None = None
         if archive is not None:
             self._file = (archive / ROBOTS_LOG_NAME).open("a", encoding="utf-8")
@@ -237,6 +239,37 @@ class RobotsCache:
         )
 
     async def _load(self, origin: str, previous: RobotsEntry | None) -> RobotsEntry:
+        """The origin's robots.txt, fetched here, or as another process of a shared crawl fetched it."""
+        shared = self.limiter.shared
+        if shared is None:
+            return await self._fetch(origin, previous)
+        told = await shared.robots_of(origin)
+        if told is not None:
+            return self._told(origin, *told)
+        entry = None
+        try:
+            entry = await self._fetch(origin, previous)
+        finally:
+            kept = self._kept.pop(origin, None)
+            if entry is not None and entry.state != UNAVAILABLE and kept is not None:
+                await shared.robots_fetched(origin, *kept)
+            else:
+                await shared.robots_failed(origin)
+        return entry
+
+    def _told(self, origin: str, status: int, body: bytes) -> RobotsEntry:
+        """The entry of a robots.txt another process of the crawl fetched (and archived)."""
+        url = f"{origin}/robots.txt"
+        if not 200 <= status < 300:
+            note = f"HTTP {status}: no rules, everything allowed (fetched by another process)"
+            return self._settle(ALLOW_ALL, origin, url, None, note)
+        entry = entry_from_body(origin, status, body, self.agent)
+        entry.note += " (fetched by another process)"
+        self._apply_delay(entry)
+        self._record(url, None, entry)
+        return entry
+
+    async def _fetch(self, origin: str, previous: RobotsEntry | None) -> RobotsEntry:
         url = f"{origin}/robots.txt"
         failures = previous.failures if previous is not None else 0
         page: Page | None = None
@@ -263,6 +296,7 @@ class RobotsCache:
             return self._settle(ALLOW_ALL, origin, url, page, note)
         assert page is not None
         status = page.status
+        self._kept[origin] = (status, b"")
         if 200 <= status < 300:
             if page.truncated in ("time", "disconnect"):
                 reason = f"body cut ({page.truncated})"
@@ -271,6 +305,7 @@ class RobotsCache:
                 note = f"HTTP {status}, unreadable ({page.decode_error}): no rules"
                 return self._settle(ALLOW_ALL, origin, url, page, note)
             body = robots_body(page.content, cut=page.truncated == "length")
+            self._kept[origin] = (status, body)
             entry = entry_from_body(origin, status, body, self.agent)
             if page.truncated == "length":
                 entry.note += f", only the first {ROBOTS_MAX_SIZE} bytes used"

@@ -17,6 +17,7 @@ from redis_support import RedisServer, free_port, redis_server
 from archiver.cli import main
 from archiver.config import load_config
 from archiver.frontier import Item
+from archiver.model import LinkKind
 from archiver.testing import CrawlFn, Site
 from archiver.urls import canonical_key
 
@@ -305,3 +306,27 @@ def test_redis_out_of_memory_at_the_start_is_one_line(
         " command not allowed when used memory > 'maxmemory'."
     ]
     assert not client.keys("archiver:{oom}:*")
+
+
+async def test_requisites_go_first_in_their_hosts_queue_and_a_url_given_back_keeps_its_tries(
+    frontiers: Factory,
+) -> None:
+    a = await frontiers(per_host_concurrency=1)
+    pages = [Item(f"http://h.test/p{i}") for i in range(3)]
+    requisites = [Item(f"http://h.test/r{i}.css", kind=LinkKind.REQUISITE) for i in range(2)]
+    await a.add([(canonical_key(item.url), item) for item in [*pages, *requisites]])
+    first = await a.get()
+    assert first == requisites[0]
+    assert await a.give_back(first, Item(first.url, kind=LinkKind.REQUISITE, tries=2))
+    again = await a.get()
+    assert again is not None and (again.url, again.tries) == (first.url, 2)
+    order = [again.url]
+    await a.done(again)
+    for _ in range(4):
+        item = await asyncio.wait_for(a.get(), 5)
+        assert item is not None
+        order.append(item.url)
+        await a.done(item)
+    assert order == [item.url for item in [*requisites, *pages]]
+    counts = await a.counts()
+    assert (counts.done, counts.queued, counts.in_flight) == (5, 0, 0)

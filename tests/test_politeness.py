@@ -14,7 +14,7 @@ from aiohttp import web
 from archiver.config import load_config
 from archiver.guard import LINK_LOCAL, LOOPBACK, PRIVATE, PUBLIC, SPECIAL, AddressGuard, address_class
 from archiver.model import Crawl
-from archiver.politeness import DEFAULT_DELAY, HostLimiter, retry_after_seconds
+from archiver.politeness import DEFAULT_DELAY, HostLimiter, delay_for_host, next_start, retry_after_seconds
 from archiver.testing import CrawlFn, Site
 from archiver.traps import TrapDetector, repeated_segment
 
@@ -215,3 +215,15 @@ def test_query_variants_and_host_budget() -> None:
     budget = traps.refusal("http://h/c")
     assert budget is not None and budget.startswith("budget:")
     assert traps.refusal("http://other/c") is None
+
+
+def test_the_delay_is_decided_in_one_function_of_a_hosts_state() -> None:
+    told = {"crawl_delay": 2.0, "latency": None, "default": 0.25, "throttle_max": 60.0}
+    assert delay_for_host(user_delay=None, **told) == (2.0, "robots.txt Crawl-delay")
+    assert delay_for_host(user_delay=0.5, **told) == (0.5, "set by --delay or the config")
+    slow = {**told, "crawl_delay": None, "latency": 3.0}
+    assert delay_for_host(user_delay=None, **slow) == (3.0, "adaptive throttle")
+    assert delay_for_host(user_delay=None, **{**slow, "latency": 0.1}) == (0.25, "the default")
+    assert delay_for_host(user_delay=None, **{**slow, "throttle_max": 1.0}) == (1.0, "adaptive throttle")
+    assert next_start(10.0, 1.0, 0.0) == 11.0
+    assert next_start(10.0, 1.0, 30.0) == 30.0  # a pause outlasts the gap

@@ -41,6 +41,8 @@ its own folder, task count and plugins is refused with the first difference name
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import dataclasses
 import json
@@ -50,7 +52,7 @@ import secrets
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -60,15 +62,18 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from archiver.api import (
-    DEFAULT_DELAY,
+    HELD_SECONDS,
     ArchiveError,
     ConfigError,
     Counts,
     Frontier,
     FrontierUnreachable,
+    Holding,
+    HostLimiter,
     Item,
     LinkKind,
     UsageError,
+    configured_delay,
     dump_toml,
     site_of,
 )
@@ -93,6 +98,14 @@ SWEEP_LIMIT = 200
 """Expired leases put back per script run, so one run stays short."""
 HUNGRY_SECONDS = 4 * POLL_MAX
 """How long a worker that asked for work and got less counts as waiting for its share."""
+ROBOTS_CLAIM_SECONDS = 90.0
+"""How long a process may fetch a robots.txt for the whole crawl before another may try."""
+ROBOTS_POLL_SECONDS = 0.05
+HOLD_WAIT_SECONDS = 5.0
+"""How long a pause waits for the other processes of the crawl to hold before it is answered."""
+HOLD_POLL_SECONDS = 0.02
+HELD_KEPT_SECONDS = 3600
+"""How long the answers to a pause stay in Redis."""
 CONNECT_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 30.0
 RELEASE_TIMEOUT = 3.0
@@ -145,25 +158,28 @@ def connect(url: str) -> aioredis.Redis:
     )
 
 
-def global_delay(config: Config) -> float:
-    """The gap kept between two leases of one host, across all workers."""
-    return config.delay if config.delay >= 0 else DEFAULT_DELAY
-
-
 # -- Lua ---------------------------------------------------------------------------------
 # ARGV[1] is always the key prefix.  Keys (after the prefix):
 #   seen     SET    canonical keys ever queued
 #   items    HASH   key -> item payload (JSON), until the URL is done
-#   q:HOST   LIST   keys queued for HOST, oldest first
+#   q:HOST   LIST   keys of pages queued for HOST, oldest first
+#   r:HOST   LIST   keys of page requisites queued for HOST, oldest first: handed out before its pages
 #   hosts    ZSET   HOST -> when it may next be served; only hosts with queued URLs and a free slot
-#   next     HASH   HOST -> earliest start of its next lease (now + delay at the last lease)
+#   next     HASH   HOST -> earliest start of its next lease (now + its gap at the last lease, or
+#                   the end of its pause)
+#   gap      HASH   HOST -> its gap between two requests, as the politeness policy last gave it
+#   started  HASH   HOST -> when its last request started, whichever process sent it
+#   pause    HASH   HOST -> paused until (Retry-After, robots.txt unavailable, `control host` hold)
+#   robots   HASH   ORIGIN -> its robots.txt answer as one process fetched it (JSON: status, body)
+#   robots-claim:ORIGIN  STRING  WORKER fetching that robots.txt now (expires)
 #   active   HASH   HOST -> leases outstanding
 #   mine     HASH   HOST|WORKER -> leases of HOST that WORKER holds
 #   hungry   ZSET   WORKER -> when it last asked for more work than it got
 #   leases   ZSET   key -> deadline
 #   owner    HASH   key -> "TOKEN|HOST|WORKER"
 #   counts   HASH   queued, done, failed, requeued, lost
-#   meta     HASH   concurrency, delay, lease, max_pages, created
+#   meta     HASH   concurrency, delay, lease, max_pages, created, paused (set while paused)
+#   held:ID  HASH   WORKER -> requests on the wire when it held for control command ID
 #   config   STRING the crawl's configuration (TOML), for `archiver worker`
 #   workers  HASH   WORKER -> JSON heartbeat
 #   control  LIST   live-control commands (`archiver control`), each JSON with the sender
@@ -179,10 +195,19 @@ local function now_seconds()
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
 local conc = num(redis.call('HGET', p..'meta', 'concurrency'), 1)
+local function queued(host)
+  return redis.call('LLEN', p..'r:'..host) + redis.call('LLEN', p..'q:'..host)
+end
+local function queue_of(host, payload)
+  -- a page requisite waits in its host's first queue (r:), anything else in q:
+  local ok, item = pcall(cjson.decode, payload or '')
+  if ok and type(item) == 'table' and item[5] ~= nil and item[5] ~= 'page' then return p..'r:'..host end
+  return p..'q:'..host
+end
 local function offer(host)
   -- make HOST servable again if it has queued URLs and a free slot
   if num(redis.call('HGET', p..'active', host), 0) < conc
-     and redis.call('LLEN', p..'q:'..host) > 0 then
+     and queued(host) > 0 then
     redis.call('ZADD', p..'hosts', 'NX', num(redis.call('HGET', p..'next', host), 0), host)
   end
 end
@@ -195,10 +220,10 @@ local function unlease(key, owner, outcome)
   if active <= 0 then redis.call('HDEL', p..'active', host) end
   local mine = redis.call('HINCRBY', p..'mine', host..'|'..worker, -1)
   if mine <= 0 then redis.call('HDEL', p..'mine', host..'|'..worker) end
-  if outcome == 'requeue' then
-    redis.call('LPUSH', p..'q:'..host, key)
+  if outcome == 'requeue' or outcome == 'back' then
+    redis.call('LPUSH', queue_of(host, redis.call('HGET', p..'items', key)), key)
     redis.call('HINCRBY', p..'counts', 'queued', 1)
-    redis.call('HINCRBY', p..'counts', 'requeued', 1)
+    if outcome == 'requeue' then redis.call('HINCRBY', p..'counts', 'requeued', 1) end
   else
     redis.call('HDEL', p..'items', key)
     redis.call('HINCRBY', p..'counts', outcome, 1)
@@ -242,12 +267,13 @@ local function lease(worker, want, now, out)
   local delay = num(redis.call('HGET', p..'meta', 'delay'), 0)
   local others = hungry_others(worker, now)
   local taken, skipped = 0, 0
+  if redis.call('HEXISTS', p..'meta', 'paused') == 1 then want = 0 end
   while taken < want do
     local host = redis.call('ZRANGEBYSCORE', p..'hosts', '-inf', now, 'LIMIT', skipped, 1)[1]
     if not host then break end
     local key = nil
     if fair(host, worker, others) then
-      key = redis.call('LPOP', p..'q:'..host)
+      key = redis.call('LPOP', p..'r:'..host) or redis.call('LPOP', p..'q:'..host)
       if not key then redis.call('ZREM', p..'hosts', host) end
     else
       skipped = skipped + 1  -- left for a hungry worker that holds fewer of HOST's leases
@@ -258,9 +284,11 @@ local function lease(worker, want, now, out)
       redis.call('HINCRBY', p..'mine', host..'|'..worker, 1)
       redis.call('ZADD', p..'leases', now + ttl, key)
       redis.call('HSET', p..'owner', key, token..'|'..host..'|'..worker)
-      local after = now + delay
+      local after = now + num(redis.call('HGET', p..'gap', host), delay)
+      local paused = num(redis.call('HGET', p..'pause', host), 0)
+      if paused > after then after = paused end
       redis.call('HSET', p..'next', host, after)
-      if active >= conc or redis.call('LLEN', p..'q:'..host) == 0 then
+      if active >= conc or queued(host) == 0 then
         redis.call('ZREM', p..'hosts', host)
       else
         redis.call('ZADD', p..'hosts', after, host)
@@ -316,7 +344,7 @@ for i = 2, #ARGV, 3 do
   end
   if new == 1 then
     redis.call('HSET', p..'items', key, ARGV[i + 2])
-    redis.call('RPUSH', p..'q:'..host, key)
+    redis.call('RPUSH', queue_of(host, ARGV[i + 2]), key)
     added = added + 1
     offer(host)
   end
@@ -387,6 +415,70 @@ return lost
 """
 )
 
+GIVE_BACK_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, worker, key, token, payload; the leased KEY back at the head of its host's
+-- queue as if never taken, PAYLOAD its item with the tries made; 1 if it was still ours
+local owner = owns(ARGV[3], ARGV[4], ARGV[2])
+if not owner then return 0 end
+unlease(ARGV[3], owner, 'back')
+redis.call('HSET', p..'items', ARGV[3], ARGV[5])
+return 1
+"""
+)
+
+CLAIM_START_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, host, gap; 0 when a request to HOST may start now (a GAP after the last one
+-- started, whichever process sent it), else the seconds to wait for the gap or a pause
+local now = now_seconds()
+local host, gap = ARGV[2], tonumber(ARGV[3])
+redis.call('HSET', p..'gap', host, gap)
+local at = num(redis.call('HGET', p..'started', host), -1e9) + gap
+at = math.max(at, num(redis.call('HGET', p..'pause', host), 0))
+if at > now then return tostring(at - now) end
+redis.call('HSET', p..'started', host, now)
+return '0'
+"""
+)
+
+PAUSE_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, host, seconds (-1: the end of a hold); a shorter pause than the one running
+-- changes nothing, and the host's queue is handed out again when it ends
+local now = now_seconds()
+local host, seconds = ARGV[2], tonumber(ARGV[3])
+local score = now
+if seconds < 0 then
+  redis.call('HDEL', p..'pause', host)
+  redis.call('HSET', p..'next', host, now)
+else
+  local ends = now + seconds
+  if ends <= num(redis.call('HGET', p..'pause', host), 0) then return 0 end
+  redis.call('HSET', p..'pause', host, ends)
+  score = math.max(num(redis.call('HGET', p..'next', host), 0), ends)
+  redis.call('HSET', p..'next', host, score)
+end
+redis.call('ZADD', p..'hosts', 'XX', score, host)
+return 1
+"""
+)
+
+ROBOTS_SCRIPT = (
+    _PRELUDE
+    + """
+-- ARGV: prefix, origin, worker, claim ms; the stored answer, or 'mine' (this worker fetches
+-- it: claimed), or 'wait' (another worker fetches it now)
+local stored = redis.call('HGET', p..'robots', ARGV[2])
+if stored then return stored end
+if redis.call('SET', p..'robots-claim:'..ARGV[2], ARGV[3], 'NX', 'PX', ARGV[4]) then return 'mine' end
+return 'wait'
+"""
+)
+
 DROP_SCRIPT = (
     _PRELUDE
     + """
@@ -401,7 +493,7 @@ for i = 3, #ARGV do
   out[#out + 1] = gone
 end
 if removed > 0 then redis.call('HINCRBY', p..'counts', 'queued', -removed) end
-if redis.call('LLEN', ARGV[2]) == 0 then
+if queued(string.sub(ARGV[2], #p + 3)) == 0 then
   redis.call('ZREM', p..'hosts', string.sub(ARGV[2], #p + 3))
 end
 return out
@@ -425,22 +517,27 @@ class RoundTrips:
     lease: int = 0
     finish: int = 0
     renew: int = 0
+    start: int = 0
+    """Requests to a host with a gap, cleared with the whole crawl's clock of hosts."""
     other: int = 0
 
     @property
     def total(self) -> int:
-        return self.add + self.lease + self.finish + self.renew + self.other
+        return self.add + self.lease + self.finish + self.renew + self.start + self.other
 
 
 def encode_item(item: Item) -> str:
-    return json.dumps([item.url, item.depth, item.redirects_left, item.referrer, str(item.kind)])
+    fields = [item.url, item.depth, item.redirects_left, item.referrer, str(item.kind)]
+    if item.tries:
+        fields.append(item.tries)
+    return json.dumps(fields)
 
 
 def decode_item(key: str, payload: str) -> Item:
     if not payload:
         return Item(key)
-    url, depth, redirects_left, referrer, kind = json.loads(payload)
-    return Item(url, depth, redirects_left, referrer, LinkKind(kind))
+    url, depth, redirects_left, referrer, kind, *tries = json.loads(payload)
+    return Item(url, depth, redirects_left, referrer, LinkKind(kind), tries[0] if tries else 0)
 
 
 def worker_name() -> str:
@@ -473,7 +570,7 @@ class RedisFrontier(Frontier):
         self.lost_leases = 0
         self._meta = {
             "concurrency": str(config.per_host_concurrency),
-            "delay": repr(global_delay(config)),
+            "delay": repr(configured_delay(config)),
             "lease": repr(settings.lease_seconds),
             "max_pages": str(config.max_pages),
         }
@@ -489,6 +586,7 @@ class RedisFrontier(Frontier):
         self._poll = POLL_MIN
         self._finished = False
         self._renewer: asyncio.Task[None] | None = None
+        self._telling: set[asyncio.Task[None]] = set()
         self._pages = 0
         self._outage_since: float | None = None
         self._closing = False
@@ -524,6 +622,10 @@ class RedisFrontier(Frontier):
             ("finish", FINISH_SCRIPT),
             ("renew", RENEW_SCRIPT),
             ("drop", DROP_SCRIPT),
+            ("give_back", GIVE_BACK_SCRIPT),
+            ("claim_start", CLAIM_START_SCRIPT),
+            ("pause", PAUSE_SCRIPT),
+            ("robots", ROBOTS_SCRIPT),
         ):
             self._scripts[name] = client.register_script(text)
         try:
@@ -687,6 +789,83 @@ class RedisFrontier(Frontier):
             )
         self._take(reply, 4)
 
+    # -- the hosts' clock (`politeness.SharedHosts`) -----------------------------------------
+
+    def use_limiter(self, limiter: HostLimiter) -> bool:
+        """Not a scheduling frontier (Redis hands out the hosts), but the limiter's gaps and
+        pauses go through Redis, so that they hold for every process of the crawl."""
+        limiter.shared = self
+        return False
+
+    async def claim_start(self, site: str, gap: float) -> float:
+        self.round_trips.start += 1
+        wait = await self._retrying(
+            "politeness", self._script_call("claim_start", [self.prefix, site, repr(gap)])
+        )
+        return float(wait)
+
+    def pause(self, site: str, seconds: float) -> None:
+        self._tell(self._pause_host(site, seconds))
+
+    async def _pause_host(self, site: str, seconds: float) -> None:
+        self.round_trips.other += 1
+        await self._retrying("politeness", self._script_call("pause", [self.prefix, site, repr(seconds)]))
+
+    async def robots_of(self, origin: str) -> tuple[int, bytes] | None:
+        """A claim expires after `ROBOTS_CLAIM_SECONDS`, so a process killed mid-fetch holds
+        nobody up for longer."""
+        args = [self.prefix, origin, self.worker, str(int(ROBOTS_CLAIM_SECONDS * 1000))]
+        while True:
+            self.round_trips.other += 1
+            answer = str(await self._retrying("robots.txt", self._script_call("robots", args)))
+            if answer == "mine":
+                return None
+            if answer != "wait":
+                with contextlib.suppress(ValueError, KeyError, TypeError, binascii.Error):
+                    stored = json.loads(answer)
+                    return int(stored["status"]), base64.b64decode(stored["body"])
+                return None
+            await asyncio.sleep(ROBOTS_POLL_SECONDS)
+
+    async def robots_fetched(self, origin: str, status: int, body: bytes) -> None:
+        stored = json.dumps({"status": status, "body": base64.b64encode(body).decode()})
+
+        async def call(client: aioredis.Redis) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.hset(self.prefix + "robots", origin, stored)
+                pipe.delete(self.prefix + "robots-claim:" + origin)
+                await pipe.execute()
+
+        self.round_trips.other += 1
+        await self._retrying("robots.txt", call)
+
+    async def robots_failed(self, origin: str) -> None:
+        async def call(client: aioredis.Redis) -> None:
+            await client.delete(self.prefix + "robots-claim:" + origin)
+
+        self.round_trips.other += 1
+        await self._retrying("robots.txt", call)
+
+    def _tell(self, call: Coroutine[Any, Any, None]) -> None:
+        """Run `call` in the background; a failure is logged (the local limiter holds meanwhile)."""
+        task = asyncio.get_running_loop().create_task(call)
+        self._telling.add(task)
+        task.add_done_callback(self._told)
+
+    def _told(self, task: asyncio.Task[None]) -> None:
+        self._telling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("could not tell Redis of a host's pause: %s", task.exception())
+
+    async def give_back(self, item: Item, again: Item | None = None) -> bool:
+        """Back at the head of its host's queue for any process to take, with its tries kept."""
+        lease = self._held.pop(item)
+        args = [self.prefix, self.worker, lease.key, lease.token, encode_item(again or item)]
+        self.round_trips.finish += 1
+        await self._retrying("give back", self._script_call("give_back", args))
+        self._next_poll = 0.0
+        return True
+
     # -- live control ------------------------------------------------------------------
 
     async def share(self, command: dict[str, Any], config: Config) -> None:
@@ -700,7 +879,14 @@ class RedisFrontier(Frontier):
                 pipe.rpush(self.prefix + "control", payload)
                 if verb in ("exclude", "include", "delay", "concurrency"):
                     pipe.set(self.prefix + "config", dump_toml(config.to_toml_dict()))
-                if verb == "delay":
+                if verb == "pause":
+                    pipe.hset(self.prefix + "meta", "paused", command.get("id") or "1")
+                elif verb == "resume":
+                    pipe.hdel(self.prefix + "meta", "paused")
+                elif verb == "host":
+                    seconds = HELD_SECONDS if args[1] == "pause" else -1.0
+                    await self._scripts["pause"](args=[self.prefix, args[0], repr(seconds)], client=pipe)
+                elif verb == "delay":
                     pipe.hset(self.prefix + "meta", "delay", repr(float(args[0])))
                 elif verb == "concurrency":
                     pipe.hset(self.prefix + "meta", "concurrency", str(int(args[0])))
@@ -727,13 +913,55 @@ class RedisFrontier(Frontier):
                     commands.append(command)
         return commands
 
+    async def confirm_held(self, command: dict[str, Any], on_wire: int) -> None:
+        key = self.prefix + "held:" + str(command.get("id"))
+
+        async def call(client: aioredis.Redis) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.hset(key, self.worker, str(on_wire))
+                pipe.expire(key, HELD_KEPT_SECONDS)
+                await pipe.execute()
+
+        self.round_trips.other += 1
+        await self._retrying("control", call)
+
+    async def held_everywhere(self, command: dict[str, Any]) -> Holding:
+        """Every other process whose heartbeat is fresh (younger than a lease) reads the command
+        within `control.POLL_SECONDS`, holds, and says so; one that does not within
+        `HOLD_WAIT_SECONDS` is named (it may have been killed since its last heartbeat)."""
+        key = self.prefix + "held:" + str(command.get("id"))
+
+        async def read(client: aioredis.Redis) -> tuple[dict[str, str], dict[str, str]]:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self.prefix + "workers")
+                pipe.hgetall(key)
+                workers, held = await pipe.execute()
+            return workers, held
+
+        deadline = time.monotonic() + HOLD_WAIT_SECONDS
+        while True:
+            self.round_trips.other += 1
+            workers, held = await self._retrying("control", read)
+            alive = {name for name, beat in workers.items() if name != self.worker and self._alive(beat)}
+            if alive <= held.keys() or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(HOLD_POLL_SECONDS)
+        on_wire = sum(int(count) for count in held.values() if count.isdigit())
+        return Holding(len(held), on_wire, tuple(sorted(alive - held.keys())))
+
+    def _alive(self, heartbeat: str) -> bool:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            seen_at = float(json.loads(heartbeat)["seen_at"])
+            return time.time() - seen_at <= self.lease_seconds
+        return False
+
     async def drop(self, refusal: Callable[[Item], str | None]) -> list[tuple[Item, str]]:
         """Every host's queue is read and the items refused removed, each by one script that
         counts it only if it was still queued (another worker may have leased it meanwhile)."""
 
         async def call(client: aioredis.Redis) -> list[tuple[Item, str]]:
             dropped: list[tuple[Item, str]] = []
-            async for queue in client.scan_iter(match=self.prefix + "q:*", count=500):
+            async for queue in client.scan_iter(match=self.prefix + "[qr]:*", count=500):
                 keys = list(map(str, await client.lrange(queue, 0, -1)))
                 for start in range(0, len(keys), 500):
                     dropped += await self._drop_from(client, queue, keys[start : start + 500], refusal)
