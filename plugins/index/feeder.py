@@ -266,6 +266,7 @@ class IndexFeeder:
                     str(options.crawl_share),
                     "--processes",
                     str(options.processes),
+                    *(["--engine", options.engine] if options.engine else []),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,

@@ -23,29 +23,13 @@ from archiver.errors import ArchiveError, ArchiveLockedError
 from .extract import INDEXED_TYPES, is_indexable, sniff_encoding
 from .reindex import MAX_CONTENT, media_type
 from .spool import Spool
-from .store import DAMAGE_ERRORS, Capture, RecordRef, WriterLock, open_index, spool_path, whoosh_dir
+from .store import Capture, RecordRef, WriterLock, open_engine, present_dir, spool_path
 
 log = logging.getLogger("archiver.index")
 
 LOCK_WAIT = 60.0
 """How long to wait for the writer of the killed run, which commits its last batch on exit."""
 _BATCH = 64
-
-
-def indexed_times(ix: Any) -> dict[str, str]:
-    """URL -> capture time of every document, read from the term index (no stored fields)."""
-    found: dict[str, str] = {}
-    with ix.reader() as reader:
-        when: dict[int, str] = {}
-        for term in reader.lexicon("time"):
-            stamp = term.decode("utf-8")
-            for docnum in reader.postings("time", term).all_ids():
-                when[docnum] = stamp
-        for term in reader.lexicon("url"):
-            postings = reader.postings("url", term)  # a replaced document's term stays listed
-            if postings.is_active():
-                found[term.decode("utf-8")] = when.get(postings.id(), "")
-    return found
 
 
 def newest_indexable(archive: Path) -> dict[str, Any]:
@@ -97,18 +81,18 @@ def _missing(archive: Path) -> tuple[Any, list[Any]]:
     if not wanted:
         return None, []
     have: dict[str, str] = {}
-    if whoosh_dir(archive).is_dir():
+    if present_dir(archive) is not None:
         try:
-            ix = open_index(archive, mapped=False)
+            index = open_engine(archive)
         except ArchiveError:
-            ix = None  # none yet, or damaged: the writer sets a damaged one aside
-        if ix is not None:
+            index = None  # none yet, or damaged: the writer sets a damaged one aside
+        if index is not None:
             try:
-                have = indexed_times(ix)
-            except DAMAGE_ERRORS:
+                have = index.indexed_times()
+            except (ArchiveError, ValueError, OSError):
                 have = {}
             finally:
-                ix.close()
+                index.close()
     spool = Spool(spool_path(archive))
     try:
         for url, stamp in spool.captured():

@@ -277,6 +277,29 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
                 pos += 1
         return found
 
+    def terms(self, value: str) -> str:
+        """The terms of `value` as indexing makes them, in order, separated by spaces: what an
+        engine indexes with a whitespace tokenizer (the same terms at the same positions as
+        `positions` gives).  Needs `indexes_in_one_pass`."""
+        findall = self._findall
+        assert findall is not None
+        memo = self._memo
+        decide = self._decide
+        out: list[str] = []
+        add = out.append
+        for word in findall(value):
+            try:
+                pieces = memo[word]
+            except KeyError:
+                pieces = decide(word)
+            if pieces is None:
+                continue
+            if isinstance(pieces, str):
+                add(pieces)
+            else:
+                out.extend(text for text, _, _ in pieces)
+        return " ".join(out)
+
     def _decide(self, word: str) -> _Pieces:
         """What the filter chain makes of one word, remembered unless it is a CJK run: a run is
         a whole sentence, rarely seen twice, and its pieces take kilobytes."""
