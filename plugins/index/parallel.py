@@ -39,9 +39,10 @@ ROWS_PER_CHUNK = 32
 QUEUED_PER_WORKER = 4
 """Chunks out at once for each worker (queued or on their way back): enough that none
 waits while the parent adds documents, few enough that the documents held are small."""
-COMMIT_SECONDS = 1.0
-"""While a drain runs, the parent commits this often, or every `batch_size` pages, whichever
-comes first: a commit is what lets the spool give up its rows."""
+COMMIT_SECONDS = 10.0
+"""While a drain runs, the parent commits every `batch_size` pages, or this often, whichever
+comes first: a commit is what lets the spool give up its rows, and each one writes a segment
+that tantivy merges later."""
 
 
 def default_processes() -> int:
