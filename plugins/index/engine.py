@@ -1,9 +1,10 @@
 """The one interface between the index plugin and the engine that keeps its index.
 
 Everything else in the plugin (the spool, the feeder, the writer and its catch-up,
-`reindex`, `merge`, `search`, the web UI and `status`) talks to an `Engine` and never to
-tantivy or whoosh directly.  Documents reach an engine already analysed (`document.py`:
-each text field a string of index terms separated by spaces), so both engines index the
+`reindex`, the index of a merged archive, `search`, the web UI and `status`) talks to an
+`Engine` and never to tantivy or whoosh directly.  Documents reach an engine already
+analysed (`store.make_document`: each text field a string of index terms separated by
+spaces), so both engines index the
 same terms at the same positions, and a query parsed by whoosh's query parser (the query
 language of docs/search.md, analysed with the same analyzers) matches the same pages in
 either.

@@ -167,10 +167,17 @@ class TantivyEngine:
         return found
 
     def terms_with_prefix(self, field: str, prefix: str, limit: int) -> list[tuple[str, int]]:
-        return [(str(t), int(n)) for t, n in self.searcher.terms_with_prefix(field, prefix, limit=limit)]
+        try:
+            found = self.searcher.terms_with_prefix(field, prefix, limit=limit)
+        except ValueError:  # a field that holds no words (`time`, `status`)
+            return []
+        return [(str(t), int(n)) for t, n in found]
 
     def has_term(self, field: str, term: str) -> bool:
-        return int(self.searcher.doc_freq(field, term)) > 0
+        try:
+            return int(self.searcher.doc_freq(field, term)) > 0
+        except ValueError:
+            return False
 
     def search(
         self,
