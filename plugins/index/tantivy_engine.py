@@ -14,12 +14,16 @@ whoosh's), AND / OR / NOT / ANDNOT / ANDMAYBE with their boosts.
 tantivy deletes the files of merged segments only when told: every commit is followed by
 `garbage_collect_files`, so the folder holds what the last commit lists and no more.  A
 folder whose ``meta.json`` is missing, empty or unreadable, or whose listed segment files
-are missing or cut short, is damaged (`DamagedIndexError`).
+are missing or cut short, is damaged (`DamagedIndexError`).  A read-only folder is read
+through a folder of links (`_shadow_of`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,14 +76,19 @@ class TantivyEngine:
     def __init__(self, folder: Path, create: bool = False) -> None:
         self.folder = folder
         self._writer: Any = None
+        self._shadow: Path | None = None
         if create and not (folder / "meta.json").exists():
             self.schema = make_schema()
             self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
         else:
             _check(folder)
+            opened = folder
+            if not os.access(folder, os.W_OK):
+                opened = self._shadow = _shadow_of(folder)
             try:
-                self.index = tantivy.Index.open(str(folder))
+                self.index = tantivy.Index.open(str(opened))
             except (ValueError, OSError) as exc:
+                self._remove_shadow()
                 raise DamagedIndexError(str(exc)) from exc
             self.schema = self.index.schema
         self.index.config_reader(reload_policy="manual")
@@ -129,12 +138,18 @@ class TantivyEngine:
         """Let the merges that commits started finish (their files are then collected)."""
         writer, self._writer = self._writer, None
         self._searcher = None
+        self._remove_shadow()
         if writer is not None:
             writer.wait_merging_threads()
             # the merged segments are listed by now; the files they replace are not
             collector = self.index.writer(heap_size=15_000_000, num_threads=1)
             collector.garbage_collect_files()
             collector.wait_merging_threads()
+
+    def _remove_shadow(self) -> None:
+        if self._shadow is not None:
+            shutil.rmtree(self._shadow, ignore_errors=True)
+            self._shadow = None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -239,6 +254,20 @@ class TantivyEngine:
             "status": int(doc.get_first("status") or 0),
             "excerpt": (bytes(doc.get_first("excerpt") or b""), int(doc.get_first("text_chars") or 0)),
         }
+
+
+def _shadow_of(folder: Path) -> Path:
+    """A folder of links to the index files of the read-only `folder`.
+
+    tantivy opens its lock file ``.tantivy-meta.lock`` for writing to read an index, even
+    with no writer anywhere (an archive on read-only media, or another user's: the search
+    fails with a permission error); the links let it take the lock in a folder of its own
+    and read the files where they are."""
+    shadow = Path(tempfile.mkdtemp(prefix="archiver-index-"))
+    for path in folder.iterdir():
+        if path.is_file() and not path.name.endswith(".lock"):
+            (shadow / path.name).symlink_to(path.resolve())
+    return shadow
 
 
 def _regex_escape(text: str) -> str:
