@@ -58,9 +58,9 @@ PAGES = {
 }
 
 
-def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
+def build(archive: Path, pages: dict[str, tuple[str, str]], engine: str | None = None) -> None:
     """Index `pages` and write them as WARC records (the snippets' text is read from them)."""
-    ix, _ = open_or_create(engine_dir(archive))
+    ix, _ = open_or_create(engine_dir(archive, engine))
     batcher = Batcher(ix, batch_size=100, batch_seconds=60, max_chars=100_000)
     captures = []
     for url, (title, body) in pages.items():
@@ -72,10 +72,11 @@ def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
     write_warc(archive, captures)
 
 
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["tantivy", "whoosh"])
+def archive(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """PAGES indexed by each engine: the query language means the same in both."""
     path = tmp_path_factory.mktemp("search") / "archive"
-    build(path, PAGES)
+    build(path, PAGES, request.param)
     return path
 
 
