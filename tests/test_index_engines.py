@@ -203,3 +203,20 @@ def test_the_fallback_engine_filters_suggests_and_is_rebuilt_in_place(whoosh_arc
     assert engine_dir(whoosh_archive).name == "whoosh-stock"
     assert search(whoosh_archive, "queue").total >= 2
     close_all()
+
+
+@pytest.mark.parametrize("engine", ["tantivy", "whoosh"])
+def test_one_document_per_url_within_a_batch_and_across_commits(tmp_path: Path, engine: str) -> None:
+    index, _ = open_or_create(engine_dir(tmp_path, engine))
+    batcher = Batcher(index, batch_size=100, batch_seconds=60, max_chars=100_000)
+    for stamp in ("20240101000000", "20240102000000", "20240103000000"):
+        batcher.add(captures({"http://one.test/": ("One", f"<p>okapi {stamp}</p>")}, time=stamp)[0])
+    batcher.commit()
+    batcher.add(captures({"http://one.test/": ("One", "<p>okapi again</p>")}, time="20240104000000")[0])
+    batcher.commit()
+    index.close()
+    index = open_engine(tmp_path)
+    assert index.pages() == 1 and index.indexed_times() == {"http://one.test/": "20240104000000"}
+    index.close()
+    assert [hit.url for hit in search(tmp_path, "okapi").hits] == ["http://one.test/"]
+    close_all()

@@ -44,7 +44,6 @@ from .engine import (
 
 WRITER_THREADS = 1
 """Indexing threads: the analysis is done in Python before, tantivy's share is small."""
-_STORED_SHOWN = ("shown_title", "shown_description", "host", "content_type")
 
 
 def make_schema() -> tantivy.Schema:

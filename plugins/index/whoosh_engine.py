@@ -73,6 +73,7 @@ class WhooshEngine:
         self.folder = folder
         self._writer: Any = None
         self._searcher: Any = None
+        self._batch_urls: set[str] = set()
         exists = whoosh_index.exists_in(str(folder), indexname=INDEX_NAME)
         if create and not exists:
             self.ix = whoosh_index.create_in(str(folder), make_schema(), indexname=INDEX_NAME)
@@ -88,6 +89,10 @@ class WhooshEngine:
             raise DamagedIndexError(f"{folder}: {exc!r}") from exc
 
     def add(self, document: Mapping[str, Any]) -> None:
+        if document["url"] in self._batch_urls:
+            # whoosh's update_document cannot see the documents of its own uncommitted batch
+            self.commit()
+        self._batch_urls.add(document["url"])
         if self._writer is None:
             self._writer = self.ix.writer(timeout=30.0)
         fields = {name: document[name] for name in (*TEXT_FIELDS, *WORD_FIELDS, *_STORED)}
@@ -104,11 +109,13 @@ class WhooshEngine:
         if self._writer is not None:
             self._writer.commit()  # whoosh removes the files of merged segments itself
             self._writer = None
+        self._batch_urls.clear()
 
     def cancel(self) -> None:
         if self._writer is not None:
             self._writer.cancel()
             self._writer = None
+        self._batch_urls.clear()
 
     def close(self) -> None:
         self.cancel()
