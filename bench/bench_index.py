@@ -7,19 +7,6 @@
     python bench/bench_index.py --pages 3000 --parallel 2       # catch-up, reindex, merge, peak RSS
     python bench/bench_index.py --memory-curve 1000,3000,10000  # peak RSS of the writer per size
     python bench/bench_index.py --memory-curve 3000 --against HEAD~3  # writer A/B: CPU, segments, queries
-    python bench/bench_index.py --disk --pages 3000 --against main    # where the index's bytes go
-    python bench/bench_index.py --disk ARCHIVE --against main         # ... for a crawled archive
-
-`--disk` rebuilds the index of an archive's WARC files (`archiver reindex --processes 1`,
-in a child process of each revision: one process lays out the same segments every time,
-and whoosh's scores of prefix queries depend on the layout) and prints its bytes per page
-by part (`index_disk.py`: term dictionary, postings, positions, block headers, stored
-text, columns), the ratios to the
-WARC files and to the text extracted from their pages, the query latency (p50, p95,
-with and without snippets, wall and CPU time: on a loaded machine the CPU time is the
-steadier figure; each revision's `search` on its own index) and whether each query's top
-10 is the same.  Without ARCHIVE, `--pages` bench pages are written as WARC
-files (with their CDXJ index) first.
 
 `--parallel N` spools the pages twice and drains each spool with a writer process using 1
 and N worker processes (as after a crawl), compares the top 10 of the queries, then writes
@@ -30,7 +17,7 @@ process and the workers it started.  The machine's load average is printed with 
 figure: compare the ratios inside one run.
 
 Indexing goes through the real path: pages are spooled as a crawl spools them, then the
-writer drains the spool (HTML parsing + whoosh + commits), as after a crawl.
+writer drains the spool (HTML parsing, analysis, tantivy commits), as after a crawl.
 Queries run through `search()` with and without snippets.  `--crawl` serves the same
 pages from a local aiohttp server (in its own process, so it does not share the crawl's
 CPU) and crawls them with the links plugin alone and with links + index, `--repeat`
@@ -58,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool
-from archiver_plugins.index.store import Capture, spool_path, whoosh_dir
+from archiver_plugins.index.store import Capture, engine_dir, spool_path
 from archiver_plugins.index.writer import Control, run
 from index_pages import pages, vocabulary
 
@@ -74,7 +61,7 @@ def index_pages(archive: Path, count: int, batch_size: int) -> dict[str, float]:
     run(archive, batch_size, 1e9, 200_000, control=Control("drain"), lock_wait=0)
     indexed = time.perf_counter() - started
     cpu = time.process_time() - cpu
-    size = sum(f.stat().st_size for f in whoosh_dir(archive).iterdir())
+    size = sum(f.stat().st_size for f in engine_dir(archive).iterdir())
     return {
         "pages": count,
         "mean_html_kib": total_bytes / count / 1024,
@@ -464,13 +451,10 @@ merge_archives(sources, Path({str(merged)!r}), copy=True, plugin_manager=pm)
 
 
 def segments(archive: Path) -> int:
-    from whoosh.index import open_dir
+    import json
 
-    ix = open_dir(str(whoosh_dir(archive)))
-    try:
-        return len(ix._segments())
-    finally:
-        ix.close()
+    meta = json.loads((engine_dir(archive) / "meta.json").read_text())
+    return len(meta["segments"])
 
 
 def memory_curve(
@@ -583,95 +567,6 @@ def bench_archive(count: int, folder: Path) -> Path:
     return archive
 
 
-def compare_disk(sources: list[Path], count: int, against: str | None, rounds: int, folder: Path) -> None:
-    """The index of each archive's WARC files, by `against` (if given) and by this tree."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from index_disk import CROSS, PARTS, breakdown, folder_bytes
-
-    from bench.bench_crawl import source_of
-
-    revisions: list[tuple[str, Path | None]] = [("current", None)]
-    if against:
-        revisions.insert(0, (against, source_of(against, folder / "against")))
-    for source in sources or [bench_archive(count, folder)]:
-        warcs = sorted((source / "warc").glob("*.warc*"))
-        warcs = [w for w in warcs if ".warc" in w.name and not w.name.endswith(".cdxj")]
-        warc_bytes = sum(w.stat().st_size for w in warcs)
-        pages_seen, text_bytes = extracted_bytes(warcs)
-        query_texts = queries() if not sources else DOC_QUERIES
-        print(
-            f"\n{source}: {pages_seen:,} pages, WARC {warc_bytes / 1e6:.2f} MB, "
-            f"extracted text {text_bytes / 1e6:.2f} MB  ({load()})",
-            flush=True,
-        )
-        results = []
-        for label, tree in revisions:
-            archive = folder / f"disk-{label.replace('/', '-')}"
-            shutil.rmtree(archive, ignore_errors=True)
-            archive.mkdir()
-            shutil.copytree(source / "warc", archive / "warc")
-            if (source / "crawl.toml").exists():
-                shutil.copy(source / "crawl.toml", archive / "crawl.toml")
-            build = f"""
-import sys
-from archiver.cli import main
-sys.argv = ["archiver", "reindex", {str(archive)!r}, "--processes", "1"]
-main()
-"""
-            wall, cpu, rss = child(build, source=tree)
-            parts, _, documents = breakdown(whoosh_dir(archive))
-            out = folder / "measured.json"
-            code = f"""
-import json, sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
-sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
-from bench.bench_index import measured
-from pathlib import Path
-figures = measured(Path({str(archive)!r}), {query_texts!r}, {rounds})
-Path({str(out)!r}).write_text(json.dumps(figures))
-"""
-            child(code, source=tree)
-            import json
-
-            figures = json.loads(out.read_text())
-            total = folder_bytes(whoosh_dir(archive))
-            results.append((label, parts, documents, total, figures))
-            print(
-                f"  {label}: reindex {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MB; "
-                f"{documents:,} documents; index {total / 1e6:.2f} MB = {total / warc_bytes:.2f}x the WARC,"
-                f" {total / max(text_bytes, 1):.2f}x the text  ({load()})",
-                flush=True,
-            )
-            shutil.rmtree(archive, ignore_errors=True)
-        heads = "".join(f"{label[:14]:>16}" for label, *_ in results)
-        print(f"  {'bytes per page':28}{heads}")
-        for part in (*PARTS, *CROSS):
-            row = "".join(f"{held[part] / max(docs, 1):16,.0f}" for _, held, docs, _, _ in results)
-            print(f"  {part:28}{row}")
-        row = "".join(f"{total / max(documents, 1):16,.0f}" for _, _, documents, total, _ in results)
-        print(f"  {'index (all files)':28}{row}")
-        row = "".join(f"{total / warc_bytes:16.2f}" for _, _, _, total, _ in results)
-        print(f"  {'index / WARC':28}{row}")
-        row = "".join(f"{total / max(text_bytes, 1):16.2f}" for _, _, _, total, _ in results)
-        print(f"  {'index / extracted text':28}{row}")
-        for key, name in (
-            ("plain", "query ms, no snippets"),
-            ("snippets", "query ms, snippets"),
-            ("plain cpu", "query CPU ms, no snippets"),
-            ("snippets cpu", "query CPU ms, snippets"),
-        ):
-            row = "".join(f"{f[key][0]:7.1f} /{f[key][1]:7.1f}" for *_, f in results)
-            print(f"  {name + ' p50/p95':28}{row}")
-        if len(results) == 2:
-            one, two = results[0][4]["top10"], results[1][4]["top10"]
-            differ = [text for text in one if one[text] != two[text]]
-            print(
-                f"  top 10 the same for {len(one) - len(differ)} of {len(one)} queries"
-                + (f"; differ: {differ}" if differ else ""),
-                flush=True,
-            )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10_000)
@@ -690,14 +585,11 @@ def main() -> None:
     parser.add_argument(
         "--memory-curve", metavar="N,N,...", help="only: peak RSS of the writer process for each page count"
     )
-    parser.add_argument("--against", metavar="REV", help="with --memory-curve or --disk: REV's code too")
-    parser.add_argument("--disk", nargs="*", metavar="ARCHIVE", help="only: the index's bytes by part")
+    parser.add_argument("--against", metavar="REV", help="with --memory-curve: REV's code too")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        if args.disk is not None:
-            compare_disk([Path(a) for a in args.disk], args.pages, args.against, args.rounds, folder)
-        elif args.memory_curve:
+        if args.memory_curve:
             counts = [int(n) for n in args.memory_curve.split(",")]
             memory_curve(counts, args.batch_size, folder, args.against, args.rounds)
         elif args.analyzer:

@@ -100,18 +100,10 @@ print(json.dumps(timings))
 
 PICK_CODE = """
 import json, sys
-from whoosh.index import open_dir
-from archiver_plugins.index.store import whoosh_dir
+from archiver_plugins.index.store import open_engine
 from pathlib import Path
-index = open_dir(str(whoosh_dir(Path(sys.argv[1]))))
-with index.searcher() as searcher:
-    # the largest segment's words ranked by their frequency in it: the whole lexicon of a
-    # million pages, with a frequency summed over every segment, took longer than the crawl
-    reader = max((leaf for leaf, _ in searcher.reader().leaf_readers()), key=lambda leaf: leaf.doc_count())
-    words = [
-        (reader.doc_frequency("text", term), term.decode() if isinstance(term, bytes) else term)
-        for term in reader.lexicon("text")
-    ]
+index = open_engine(Path(sys.argv[1]))
+words = [(pages, term) for term, pages in index.terms_with_prefix("text", "", 5_000_000)]
 words = [w for w in words if w[1].isalpha() and len(w[1]) > 3]
 words.sort(reverse=True)
 print(json.dumps([term for _, term in words]))

@@ -15,11 +15,13 @@ import pytest
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import pending_in
 from archiver_plugins.index.store import (
+    Capture,
     WriterLock,
-    open_index,
+    engine_dir,
+    make_document,
+    open_engine,
     open_or_create,
     spool_path,
-    whoosh_dir,
 )
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
@@ -266,10 +268,10 @@ async def test_interrupted_crawl_commits_and_catches_up_later(tmp_path: Path, ca
     crawl.interrupted = True
     await index_plugin.crawl_finished(crawl=crawl)
     indexed = 0
-    if whoosh_dir(tmp_path).exists():
-        ix = open_index(tmp_path)
-        indexed = ix.doc_count()
-        ix.close()
+    if engine_dir(tmp_path).exists():
+        index = open_engine(tmp_path)
+        indexed = index.pages()
+        index.close()
     waiting = pending_in(spool_path(tmp_path))
     assert indexed + waiting == 200
     assert crawl.stats["index.pending"] == waiting
@@ -283,13 +285,12 @@ async def test_interrupted_crawl_commits_and_catches_up_later(tmp_path: Path, ca
 
 
 async def test_damaged_index_is_set_aside_and_reported(tmp_path: Path) -> None:
-    ix, _ = open_or_create(whoosh_dir(tmp_path))
-    writer = ix.writer()
-    writer.add_document(url="http://old.test/", title="old")
-    writer.commit()
-    ix.close()
-    for toc in whoosh_dir(tmp_path).glob("*.toc"):
-        toc.write_bytes(b"")
+    index, _ = open_or_create(engine_dir(tmp_path))
+    html = b"<title>old</title>"
+    index.add(make_document(Capture("http://old.test/", "20240501120000", 200, "text/html", "utf-8", html)))
+    index.commit()
+    index.close()
+    (engine_dir(tmp_path) / "meta.json").write_bytes(b"")  # what a power loss can leave
     crawl = make_crawl(tmp_path, batch_seconds=0.2)
     await index_plugin.crawl_started(crawl=crawl)
     await index_plugin.page_fetched(page=page(1, "fresh"), links=(), crawl=crawl)
@@ -342,6 +343,6 @@ async def test_catch_up_after_the_crawl_shows_progress_and_ctrl_c_leaves_the_res
     ]
     status = dict(index_plugin.archive_status(archive=tmp_path) or [])
     assert status["index catch-up"] == f"run `archiver reindex --pending {tmp_path}`"
-    indexed = open_index(tmp_path)
-    assert indexed.doc_count() + waiting == 400
+    indexed = open_engine(tmp_path)
+    assert indexed.pages() + waiting == 400
     indexed.close()

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from archiver_plugins.index import search as search_module
 from archiver_plugins.index.search import QueryError, search
-from archiver_plugins.index.store import Capture, open_or_create, whoosh_dir
+from archiver_plugins.index.store import Capture, engine_dir, open_or_create
 from archiver_plugins.index.writer import Batcher
 
 from archiver.cli import main
@@ -24,7 +24,7 @@ def page(url: str, time: str, kind: str = "text/html", words: str = "") -> Captu
 
 
 def add(archive: Path, captures: list[Capture]) -> None:
-    ix, _ = open_or_create(whoosh_dir(archive))
+    ix, _ = open_or_create(engine_dir(archive))
     batcher = Batcher(ix, batch_size=1000, batch_seconds=60, max_chars=100_000)
     for capture in captures:
         batcher.add(capture)
@@ -128,25 +128,25 @@ def test_cli_filters(archive: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "capture time" in capsys.readouterr().err
 
 
-def shared_searcher(archive: Path) -> object:
-    return search_module._shared[str(archive.resolve())]._searcher
+def shared_index(archive: Path) -> object:
+    return search_module._shared[str(archive.resolve())]._index
 
 
-def test_the_searcher_is_reused_until_the_index_changes(tmp_path: Path) -> None:
+def test_the_index_is_opened_once_and_sees_every_commit(tmp_path: Path) -> None:
     archive = tmp_path / "archive"
     add(archive, [page("http://c.test/1", "20240101000000", words="alpha")])
     assert search(archive, "alpha").total == 1
-    first = shared_searcher(archive)
+    first = shared_index(archive)
     assert search(archive, "widget", site="c.test").total == 1
-    assert shared_searcher(archive) is first
+    assert shared_index(archive) is first
     add(archive, [page("http://c.test/2", "20240101000000", words="alpha")])
-    assert search(archive, "alpha", site="c.test").total == 2  # the filter set is rebuilt too
-    assert shared_searcher(archive) is not first
+    assert search(archive, "alpha", site="c.test").total == 2
+    assert shared_index(archive) is first
     # a rebuilt index is a new folder, maybe at the same generation: opened afresh
     warc_less = tmp_path / "other"
     add(warc_less, [page("http://c.test/3", "20240101000000", words="beta")])
-    whoosh_dir(archive).rename(tmp_path / "old-index")
-    whoosh_dir(warc_less).rename(whoosh_dir(archive))
+    engine_dir(archive).rename(tmp_path / "old-index")
+    engine_dir(warc_less).rename(engine_dir(archive))
     assert {h.url for h in search(archive, "widget").hits} == {"http://c.test/3"}
 
 

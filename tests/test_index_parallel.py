@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from archiver_plugins.index import parallel as parallel_module
 from archiver_plugins.index import reindex as reindex_module
-from archiver_plugins.index.parallel import QUEUED_PER_WORKER, Contents, Workers
+from archiver_plugins.index.parallel import QUEUED_PER_WORKER, Workers
 from archiver_plugins.index.reindex import catch_up, reindex
 from archiver_plugins.index.search import search
 from archiver_plugins.index.spool import Spool, pending_in
-from archiver_plugins.index.store import Capture, open_or_create, spool_path, whoosh_dir
+from archiver_plugins.index.store import Capture, engine_dir, open_or_create, spool_path
 from test_index_crawl import write_foreign_warc
 from test_index_resume import indexable_in_warcs, indexed
 
@@ -51,10 +52,9 @@ async def test_parallel_reindex_gives_the_index_one_process_gives(site: Site, cr
 
 
 def tiny_segments(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers write segments of a few pages and merge every three of a tier, and WARC
-    files are cut every few records: every hand-over between the processes happens."""
-    monkeypatch.setattr(Workers, "segment_mb", 0.03)
-    monkeypatch.setattr(Workers, "per_tier", 3)
+    """WARC files are cut every few records and commits come every few pages: every
+    hand-over between the processes happens."""
+    monkeypatch.setattr(parallel_module, "COMMIT_SECONDS", 0.0)
     monkeypatch.setattr(reindex_module, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(reindex_module, "MIN_CHUNK_BYTES", 3000)
 
@@ -118,7 +118,7 @@ async def test_parallel_catch_up_replaces_a_url_spooled_twice(
     assert titles == {first: "newer"}
 
 
-async def test_merge_joins_the_workers_indexes_as_a_rebuild_would(
+async def test_merge_indexes_the_workers_archives_as_a_rebuild_would(
     site: Site, crawl_archive: CrawlFn, tmp_path: Path
 ) -> None:
     site.loose_web(90, images=True)
@@ -170,8 +170,11 @@ async def test_catch_up_hands_chunks_out_as_workers_free_up(site: Site, crawl_ar
     taken = 0
     taken_when_done: list[int] = []
 
-    def ignore(_: object) -> None:
-        pass
+    index, _ = open_or_create(engine_dir(archive))
+
+    def received(_: int, documents: list[tuple[object, dict[str, object]]]) -> None:
+        for _, document in documents:
+            index.add(document)
 
     def chunks() -> Iterator[tuple[str, int, list[int]]]:
         nonlocal taken
@@ -179,18 +182,13 @@ async def test_catch_up_hands_chunks_out_as_workers_free_up(site: Site, crawl_ar
             taken += 1
             yield "rows", number, [row_id]
 
-    ix, _ = open_or_create(whoosh_dir(archive))
-    contents = Contents(ix)
-    workers = Workers(whoosh_dir(archive), spool_path(archive), 2, 100_000)
+    workers = Workers(spool_path(archive), 2, 100_000)
     try:
-        done = workers.run(
-            contents, chunks(), ignore, ignore, progress=lambda _: taken_when_done.append(taken)
-        )
-        contents.write(final=True)
+        done = workers.run(chunks(), received, progress=lambda _: taken_when_done.append(taken))
+        index.commit()
     finally:
         workers.close()
-        contents.close()
-        ix.close()
+        index.close()
     assert done.indexed == len(ids) == 400
     assert taken_when_done[0] <= QUEUED_PER_WORKER * 2 + 1 < len(ids)
     assert search(archive, "extra").total == 400

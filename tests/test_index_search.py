@@ -13,8 +13,8 @@ from archiver_plugins.index.store import (
     Capture,
     DamagedIndexError,
     MissingIndexError,
+    engine_dir,
     open_or_create,
-    whoosh_dir,
 )
 from archiver_plugins.index.writer import Batcher
 from warc_pages import write_warc
@@ -58,9 +58,9 @@ PAGES = {
 }
 
 
-def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
+def build(archive: Path, pages: dict[str, tuple[str, str]], engine: str | None = None) -> None:
     """Index `pages` and write them as WARC records (the snippets' text is read from them)."""
-    ix, _ = open_or_create(whoosh_dir(archive))
+    ix, _ = open_or_create(engine_dir(archive, engine))
     batcher = Batcher(ix, batch_size=100, batch_seconds=60, max_chars=100_000)
     captures = []
     for url, (title, body) in pages.items():
@@ -72,10 +72,11 @@ def build(archive: Path, pages: dict[str, tuple[str, str]]) -> None:
     write_warc(archive, captures)
 
 
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["tantivy", "whoosh"])
+def archive(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """PAGES indexed by each engine: the query language means the same in both."""
     path = tmp_path_factory.mktemp("search") / "archive"
-    build(path, PAGES)
+    build(path, PAGES, request.param)
     return path
 
 
@@ -124,7 +125,7 @@ def test_a_pasted_url_finds_its_page_and_dangling_operators_are_ignored(archive:
 
 
 def test_empty_index_says_so(tmp_path: Path) -> None:
-    ix, _ = open_or_create(whoosh_dir(tmp_path))
+    ix, _ = open_or_create(engine_dir(tmp_path))
     ix.close()
     with pytest.raises(ArchiveError, match="holds no pages yet"):
         search(tmp_path, "anything")
@@ -238,12 +239,14 @@ def test_bad_queries_give_clear_errors(archive: Path) -> None:
         search(archive, "   ")
 
 
-def test_missing_and_damaged_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("torn", ["meta.json", ".term", ".idx", ".store", ".pos"])
+def test_missing_and_damaged_index(tmp_path: Path, torn: str) -> None:
     with pytest.raises(MissingIndexError, match="archiver reindex"):
         search(tmp_path, "anything")
     build(tmp_path, {"http://x.test/": ("Page", "<p>text</p>")})
-    for toc in whoosh_dir(tmp_path).glob("*.toc"):
-        toc.write_bytes(b"")  # what a power loss can leave
+    for path in engine_dir(tmp_path).glob(f"*{torn}"):
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])  # what a power loss or a full disk can leave
     with pytest.raises(DamagedIndexError, match="archiver reindex"):
         search(tmp_path, "text")
 

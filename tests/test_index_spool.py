@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 
 from archiver_plugins.index.spool import Spool, pending_in
-from archiver_plugins.index.store import Capture, open_index, spool_path
+from archiver_plugins.index.store import Capture, open_engine, spool_path
 from archiver_plugins.index.writer import Control, run
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
@@ -48,9 +48,9 @@ def test_a_drained_spool_gives_its_room_back(tmp_path: Path) -> None:
     run(tmp_path, 100, 1e9, 200_000, control=Control("drain"), lock_wait=0)
     assert pending_in(spool_path(tmp_path)) == 0
     assert spool_bytes(tmp_path) < 64 * 1024 < full
-    ix = open_index(tmp_path)
-    assert ix.doc_count() == PAGES
-    ix.close()
+    index = open_engine(tmp_path)
+    assert index.pages() == PAGES
+    index.close()
 
 
 def test_a_spool_of_plain_pages_is_read_and_shrunk(tmp_path: Path) -> None:
@@ -78,6 +78,6 @@ def test_a_spool_of_plain_pages_is_read_and_shrunk(tmp_path: Path) -> None:
     spool.close()
     run(tmp_path, 100, 1e9, 200_000, control=Control("drain"), lock_wait=0)
     assert spool_bytes(tmp_path) < 64 * 1024 < full
-    ix = open_index(tmp_path)
-    assert ix.doc_count() == PAGES
-    ix.close()
+    index = open_engine(tmp_path)
+    assert index.pages() == PAGES
+    index.close()

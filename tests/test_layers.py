@@ -38,12 +38,9 @@ DECLARED = {
     ("qa", "mirror"): "a QA export writes into an export folder and keeps the mirror's manifest",
 }
 """The only imports from one plugin into another, each with its reason."""
-PENDING_CYCLE_EDGES = {
-    ("plugins.redis.shared", "plugins.redis"): "saved_shared_crawl sits in the plugin's __init__",
-    ("plugins.redis.worker", "plugins.redis"): "is_shared and require_redis sit in the plugin's __init__",
-}
-"""Edges of the one module cycle left: the redis plugin is being split into modules by job."""
-PENDING_SPELLINGS = ("index",)
+PENDING_CYCLE_EDGES: dict[tuple[str, str], str] = {}
+"""Edges of a module cycle known and being removed (none now)."""
+PENDING_SPELLINGS: tuple[str, ...] = ()
 """Plugins that still spell archive-folder names themselves (the index engine is being rewritten)."""
 
 

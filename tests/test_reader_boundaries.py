@@ -10,12 +10,9 @@ from pathlib import Path
 import pytest
 from archiver_plugins.archive_reader.members import DEFAULT_LIMITS
 from archiver_plugins.index import reindex as reindex_module
-from archiver_plugins.index import tiers
 from archiver_plugins.index.reindex import Chunk, ReindexStats, iter_captures, warc_chunks
-from archiver_plugins.index.store import create_index
 from archiver_plugins.replay.status import LogFollower
 from archiver_plugins.warc.stored import StoredCaptures
-from test_index_segments import documents
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -248,23 +245,3 @@ def test_the_status_page_counts_log_lines_across_its_reads(tmp_path: Path, shift
     follower.update()
     assert follower.statuses["2xx"] == len(lines) and follower.total_bytes == sum(range(len(lines)))
     assert [r["bytes"] for r in follower.recent][:3] == [5, 4, 3]
-
-
-@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 61, 4096])
-def test_a_merge_reads_the_term_index_whatever_its_read_size(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
-) -> None:
-    """The merge reads a segment's term index `CHUNK` bytes at a time and parses its records:
-    with tiny reads every record's length prefix and body straddle reads somewhere."""
-    ix = create_index(tmp_path)
-    with ix.writer() as writer:
-        for page in documents(40):
-            writer.add_document(**page)
-    with ix.reader() as reader:
-        whole = list(tiers._terms(reader, 0))
-        assert [(field, term) for field, term, _n, _w in whole] == list(reader.all_terms())
-        monkeypatch.setattr(tiers, "CHUNK", chunk)
-        pieces = list(tiers._terms(reader, 0))
-    assert [(f, t, n, w if isinstance(w, tuple) else w.to_bytes()) for f, t, n, w in pieces] == [
-        (f, t, n, w if isinstance(w, tuple) else w.to_bytes()) for f, t, n, w in whole
-    ]

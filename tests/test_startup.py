@@ -14,7 +14,17 @@ import sys
 
 import pytest
 
-HEAVY = ("aiohttp", "redis", "whoosh", "selectolax", "warcio", "jinja2", "charset_normalizer", "asyncio")
+HEAVY = (
+    "aiohttp",
+    "redis",
+    "whoosh",
+    "tantivy",
+    "selectolax",
+    "warcio",
+    "jinja2",
+    "charset_normalizer",
+    "asyncio",
+)
 
 # Runs in a fresh interpreter: `archiver --help`, then `--help` of every command and
 # subcommand, printing the heavy top-level packages imported and each help's exit code.

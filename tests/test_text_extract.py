@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from archiver_plugins.index.search import search
-from archiver_plugins.index.store import Capture, open_or_create, whoosh_dir
+from archiver_plugins.index.store import Capture, engine_dir, open_or_create
 from archiver_plugins.index.writer import Batcher
 from archiver_plugins.markup.text import extract, visible_text
 from warc_pages import write_warc
@@ -41,7 +41,7 @@ def test_permalink_marks_are_dropped() -> None:
 
 def test_the_index_still_finds_the_words_and_snippets_read_well(tmp_path: Path) -> None:
     archive = tmp_path / "archive"
-    ix, _ = open_or_create(whoosh_dir(archive))
+    ix, _ = open_or_create(engine_dir(archive))
     batcher = Batcher(ix, batch_size=10, batch_seconds=60, max_chars=100_000)
     capture = Capture(
         "http://docs.test/loop.html", "20240501120003", 200, "text/html", "utf-8", SPHINX.encode()

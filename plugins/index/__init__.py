@@ -1,7 +1,7 @@
 """Full-text search over everything archived: the `index` plugin.
 
 During a crawl, every successful HTML or plain-text page goes to a writer process that
-keeps a whoosh index in ``ARCHIVE/index/``; ``archiver search`` queries it (also while
+keeps a tantivy index in ``ARCHIVE/index/``; ``archiver search`` queries it (also while
 the crawl runs) and ``archiver reindex`` rebuilds it from WARC files.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .feeder import IndexFeeder
     from .settings import IndexSettings
 
-# Every command line loads this plugin: whoosh, selectolax and asyncio are imported by the
+# Every command line loads this plugin: tantivy, whoosh, selectolax and asyncio are imported by the
 # hooks that use them (once a crawl starts), not here.
 
 FEEDER_KEY: StashKey[IndexFeeder] = StashKey()
@@ -184,15 +184,13 @@ def archive_status(archive: Any) -> Iterable[tuple[str, Any]] | None:
 
 @hookimpl
 def archive_merged(archive: Any, sources: Sequence[Any]) -> None:
-    """A merged archive's index is its sources' indexes joined segment by segment (no page
-    is analysed again); when a source has none, it is rebuilt from all the WARC files."""
-    from .merge import merge_indexes
+    """A merged archive's index is built from its merged WARC files, on every core: tantivy
+    cannot join the segments of separate indexes from Python, and the WARC files are what
+    decides which capture of a URL is the newest."""
     from .parallel import default_processes
     from .reindex import archive_warcs, reindex
 
-    if not archive_warcs(Path(archive)):
-        return
-    if merge_indexes(Path(archive), [Path(s) for s in sources]) is None:
+    if archive_warcs(Path(archive)):
         reindex(Path(archive), processes=default_processes())
 
 

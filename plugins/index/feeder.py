@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from archiver.api import ArchiveError, exhausted
+from archiver.api import WARC_FOLDER, ArchiveError, exhausted
 
 from .lines import RecordLines, Stored
 from .settings import IndexSettings
@@ -66,7 +66,7 @@ class IndexFeeder:
         """Open the spool and start the spool thread; the writer process is started by
         that thread, once there is something to index, so the crawl never waits for it."""
         self._spool = Spool(spool_path(self.archive))
-        self._lines = RecordLines(self.archive / "warc")
+        self._lines = RecordLines(self.archive / WARC_FOLDER)
         self.pending = self._spool.pending()
         self._thread = threading.Thread(target=self._run, name="index-spool", daemon=True)
         self._thread.start()
@@ -266,6 +266,7 @@ class IndexFeeder:
                     str(options.crawl_share),
                     "--processes",
                     str(options.processes),
+                    *(["--engine", options.engine] if options.engine else []),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from archiver.api import ArchiveError, ArchiveLockedError
+from archiver.api import WARC_FOLDER, ArchiveError, ArchiveLockedError
 
 from ..markup.text import INDEXED_TYPES, is_indexable, sniff_encoding
 from .reindex import MAX_CONTENT, media_type
 from .spool import Spool
-from .store import DAMAGE_ERRORS, Capture, RecordRef, WriterLock, open_index, spool_path, whoosh_dir
+from .store import Capture, RecordRef, WriterLock, open_engine, present_dir, spool_path
 
 log = logging.getLogger("archiver.index")
 
@@ -32,27 +32,11 @@ LOCK_WAIT = 60.0
 _BATCH = 64
 
 
-def indexed_times(ix: Any) -> dict[str, str]:
-    """URL -> capture time of every document, read from the term index (no stored fields)."""
-    found: dict[str, str] = {}
-    with ix.reader() as reader:
-        when: dict[int, str] = {}
-        for term in reader.lexicon("time"):
-            stamp = term.decode("utf-8")
-            for docnum in reader.postings("time", term).all_ids():
-                when[docnum] = stamp
-        for term in reader.lexicon("url"):
-            postings = reader.postings("url", term)  # a replaced document's term stays listed
-            if postings.is_active():
-                found[term.decode("utf-8")] = when.get(postings.id(), "")
-    return found
-
-
 def newest_indexable(archive: Path) -> dict[str, Any]:
     """URL -> the newest capture in the WARC files that may be an indexable page."""
     from ..archive_reader.reader import open_archive
 
-    folder = archive / "warc"
+    folder = archive / WARC_FOLDER
     if not folder.is_dir():
         return {}
     newest: dict[str, Any] = {}
@@ -97,18 +81,18 @@ def _missing(archive: Path) -> tuple[Any, list[Any]]:
     if not wanted:
         return None, []
     have: dict[str, str] = {}
-    if whoosh_dir(archive).is_dir():
+    if present_dir(archive) is not None:
         try:
-            ix = open_index(archive, mapped=False)
+            index = open_engine(archive)
         except ArchiveError:
-            ix = None  # none yet, or damaged: the writer sets a damaged one aside
-        if ix is not None:
+            index = None  # none yet, or damaged: the writer sets a damaged one aside
+        if index is not None:
             try:
-                have = indexed_times(ix)
-            except DAMAGE_ERRORS:
+                have = index.indexed_times()
+            except (ArchiveError, ValueError, OSError):
                 have = {}
             finally:
-                ix.close()
+                index.close()
     spool = Spool(spool_path(archive))
     try:
         for url, stamp in spool.captured():
@@ -117,7 +101,7 @@ def _missing(archive: Path) -> tuple[Any, list[Any]]:
     finally:
         spool.close()
     missing = [c for url, c in wanted.items() if have.get(url, "") < c.timestamp]
-    return open_archive(archive / "warc"), missing
+    return open_archive(archive / WARC_FOLDER), missing
 
 
 def _spooled(archive: Path, warcs: Any, missing: list[Any]) -> Iterator[int]:

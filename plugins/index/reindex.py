@@ -22,7 +22,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from archiver.api import ArchiveError, UsageError, check_writable, decode_content
+from archiver.api import WARC_FOLDER, ArchiveError, UsageError, check_writable, decode_content
 
 from ..archive_reader.digests import digest_key
 from ..archive_reader.members import (
@@ -45,13 +45,15 @@ from ..markup.text import INDEXED_TYPES, is_indexable, sniff_encoding
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
+    ENGINE_FOLDERS,
+    LEGACY_FOLDER,
     MARKER,
     Capture,
     WriterLock,
-    create_index,
+    create_engine,
+    engine_dir,
     index_root,
     spool_path,
-    whoosh_dir,
 )
 from .writer import Batcher, Control, run
 
@@ -73,7 +75,7 @@ class ReindexStats:
 
 def archive_warcs(archive: Path) -> list[Path]:
     """The archive's WARC files, in name order (rotation order), finished or in progress."""
-    folder = archive / "warc"
+    folder = archive / WARC_FOLDER
     found = {p for pattern in WARC_PATTERNS for p in folder.glob(pattern)}
     return sorted(found)
 
@@ -277,13 +279,15 @@ def reindex(
     max_chars: int = DEFAULT_MAX_CHARS,
     progress: Callable[[ReindexStats], None] | None = None,
     processes: int = 1,
+    engine: str | None = None,
 ) -> ReindexStats:
     """Build `archive`'s index from `warcs` (default: the archive's own WARC files), with
-    `processes` worker processes when more than one."""
+    `processes` worker processes when more than one, in `engine` (default: the engine of
+    the archive's index, or the default engine)."""
     own = warcs is None
     paths = archive_warcs(archive) if warcs is None else list(warcs)
     if not paths:
-        raise ArchiveError(f"no WARC files in {archive / 'warc'}: nothing to index")
+        raise ArchiveError(f"no WARC files in {archive / WARC_FOLDER}: nothing to index")
     for path in paths:
         if not path.is_file():
             raise UsageError(f"not a WARC file: {path}")
@@ -291,23 +295,22 @@ def reindex(
     stats = ReindexStats()
     started = time.monotonic()
     with WriterLock(archive):
-        target = whoosh_dir(archive)
+        target = engine_dir(archive, engine)
         building = target.with_name(target.name + ".new")
         shutil.rmtree(building, ignore_errors=True)
-        building.mkdir(parents=True)
-        ix = create_index(building)
-        batcher = Batcher(ix, batch_size, batch_seconds=1e9, max_chars=max_chars)
+        index = create_engine(building)
+        batcher = Batcher(index, batch_size, batch_seconds=1e9, max_chars=max_chars)
         newest: dict[str, str] = {}
         shown = time.monotonic()
         try:
             if processes > 1:
-                batcher.indexed = _build_in_parallel(ix, paths, stats, max_chars, processes, progress)
+                batcher.indexed = _build_in_parallel(batcher, paths, stats, max_chars, processes, progress)
             for capture in iter_captures(paths, stats) if processes == 1 else ():
                 seen = newest.get(capture.url)
                 if seen is not None and seen > capture.time:
                     continue
                 newest[capture.url] = capture.time
-                batcher.add(capture, replace=seen is not None)
+                batcher.add(capture)
                 if batcher.due():
                     batcher.commit()
                 if progress is not None and time.monotonic() - shown >= 2.0:
@@ -318,10 +321,10 @@ def reindex(
             batcher.commit()
         except BaseException:
             batcher.cancel()
-            ix.close()
+            index.close()
             shutil.rmtree(building, ignore_errors=True)
             raise
-        ix.close()
+        index.close()
         _swap(building, target)
         with contextlib.suppress(FileNotFoundError):
             (index_root(archive) / MARKER).unlink()
@@ -333,22 +336,24 @@ def reindex(
 
 
 def _build_in_parallel(
-    ix: Any,
+    batcher: Batcher,
     paths: Sequence[Path],
     stats: ReindexStats,
     max_chars: int,
     processes: int,
     progress: Callable[[ReindexStats], None] | None,
 ) -> int:
-    """`processes` workers read, parse and index byte ranges of the WARC files (see
+    """`processes` workers read, parse and analyse byte ranges of the WARC files (see
     `parallel`); revisits are indexed once every response was seen.  Of a URL captured
     more than once the newest capture is kept (the later one in file order when the
     times are equal), as one process keeps it.  Returns how many pages were indexed."""
-    from .parallel import Contents, Pass, Workers
+    from .parallel import Pass, Workers
 
     jobs = list(warc_chunks(paths, processes))
     started = last_shown = time.monotonic()
     stats.files += len(paths)
+    newest: dict[str, tuple[str, tuple[int, int]]] = {}
+    """URL -> (capture time, (file, offset)) of the document indexed for it."""
 
     def revisits(done: Pass) -> Iterator[tuple[Any, ...]]:
         first: dict[str, tuple[int, int]] = {}
@@ -364,50 +369,34 @@ def _build_in_parallel(
                 where, source = str(paths[order[0]]), str(paths[original[0]])
                 yield ("revisit", number, where, order[1], source, original[1], order[0])
 
+    def received(_: int, documents: list[tuple[Any, dict[str, Any]]]) -> None:
+        for (url, when, order), document in documents:
+            seen = newest.get(url)
+            if seen is not None and (when, order) <= seen:
+                continue  # a newer capture of the URL is indexed already
+            newest[url] = (when, order)
+            batcher.add_document(document)  # replaces the older one, if any
+            if batcher.due():
+                batcher.commit()
+
     def shown(done: Pass) -> None:
         nonlocal last_shown
         if progress is not None and time.monotonic() - last_shown >= 2.0:
             last_shown = time.monotonic()
-            stats.indexed, stats.seconds = done.indexed, last_shown - started
+            stats.indexed, stats.seconds = len(newest), last_shown - started
             progress(stats)
 
-    contents = Contents(ix)
-    workers = Workers(Path(ix.storage.folder), None, processes, max_chars, read_chunk)
+    workers = Workers(None, processes, max_chars, read_chunk)
     try:
-        done = workers.run(contents, jobs, _ignore, _ignore, more=revisits, progress=shown)
-        replaced = keep_newest(contents)
-        contents.write(final=True)
+        done = workers.run(jobs, received, more=revisits, progress=shown)
     finally:
         workers.close()
-        contents.close()
+    batcher.commit()
     for report in done.chunks.values():
         stats.records += report.records
         stats.skipped_records += report.skipped_records
         stats.skipped_files += report.skipped_files
-    return done.indexed - replaced
-
-
-def _ignore(_: Any) -> None:
-    """Nothing to do as a segment arrives: the old index serves until the new one is swapped in."""
-
-
-def keep_newest(contents: Any) -> int:
-    """Mark deleted every document of a URL but its newest capture; returns how many."""
-    best: dict[str, tuple[str, tuple[int, int], Any, int]] = {}
-    deleted = 0
-    for fresh in list(contents.fresh.values()):
-        for docnum, (url, when, order) in enumerate(fresh.keys):
-            seen = best.get(url)
-            if seen is None:
-                best[url] = (when, order, fresh.segment, docnum)
-                continue
-            if (when, order) > (seen[0], seen[1]):
-                seen[2].delete_document(seen[3])
-                best[url] = (when, order, fresh.segment, docnum)
-            else:
-                fresh.segment.delete_document(docnum)
-            deleted += 1
-    return deleted
+    return len(newest)
 
 
 CHUNK_BYTES = 1024 * 1024
@@ -579,10 +568,6 @@ def _members_run_on(handle: BinaryIO, offset: int, cap: int) -> bool:
     return True
 
 
-def whoosh_dir_of(ix: Any) -> Path:
-    return Path(ix.storage.folder)
-
-
 def _swap(building: Path, target: Path) -> None:
     old = target.with_name(target.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -591,6 +576,10 @@ def _swap(building: Path, target: Path) -> None:
     building.rename(target)
     shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(target.with_name(target.name + ".damaged"), ignore_errors=True)
+    # the index of another engine, or of an earlier version, that this one replaces
+    for name in (*ENGINE_FOLDERS.values(), LEGACY_FOLDER, LEGACY_FOLDER + ".old-version"):
+        if name != target.name:
+            shutil.rmtree(target.with_name(name), ignore_errors=True)
 
 
 def _clear_spool(archive: Path) -> None:

@@ -1,4 +1,8 @@
-"""The index's schema and analyzers, shared by the writer, `reindex` and `search`.
+"""The analyzers of the index, and the schema of its query language.
+
+Indexing analyses every page with these analyzers (`store.make_document`, `terms`) and
+hands the terms to the engine; `search` parses a query with whoosh's query parser over
+`make_schema`, whose fields carry the same analyzers, so a query's terms are the page's.
 
 whoosh's default tokenizer keeps a run of Chinese or Japanese characters as one token,
 so a page would only be found by its whole sentence.  `CJKBigramFilter` splits such
@@ -277,6 +281,29 @@ class OnePassAnalyzer(CompositeAnalyzer):  # type: ignore[misc]
                 pos += 1
         return found
 
+    def terms(self, value: str) -> str:
+        """The terms of `value` as indexing makes them, in order, separated by spaces: what an
+        engine indexes with a whitespace tokenizer (the same terms at the same positions as
+        `positions` gives).  Needs `indexes_in_one_pass`."""
+        findall = self._findall
+        assert findall is not None
+        memo = self._memo
+        decide = self._decide
+        out: list[str] = []
+        add = out.append
+        for word in findall(value):
+            try:
+                pieces = memo[word]
+            except KeyError:
+                pieces = decide(word)
+            if pieces is None:
+                continue
+            if isinstance(pieces, str):
+                add(pieces)
+            else:
+                out.extend(text for text, _, _ in pieces)
+        return " ".join(out)
+
     def _decide(self, word: str) -> _Pieces:
         """What the filter chain makes of one word, remembered unless it is a CJK run: a run is
         a whole sentence, rarely seen twice, and its pieces take kilobytes."""
@@ -314,7 +341,7 @@ def plain_analyzer() -> Any:
 
 
 def chain_text_analyzer() -> Any:
-    """`text_analyzer` as a chain of whoosh filters (indexes made before `OnePassAnalyzer`)."""
+    """`text_analyzer` as a chain of whoosh filters: the reference `OnePassAnalyzer` is tested against."""
     return (
         RegexTokenizer(r"\w+")
         | LowercaseFilter()
@@ -329,12 +356,8 @@ def chain_plain_analyzer() -> Any:
 
 
 def make_schema() -> Schema:
-    """One document per URL: the newest successful capture of an HTML or text page.
-
-    Only `title`, the URL, the capture time and the small columns are stored: a snippet's
-    text is read from the page's WARC record (`pagetext`).  `excerpt` held that text
-    zlib-compressed in indexes of earlier versions; their snippets still use it.
-    """
+    """The fields of the query language with the analyzers indexing uses: what whoosh's query
+    parser reads (`search.parse`); the engines keep their own schema of the same fields."""
     analyzer = text_analyzer()
     return Schema(
         url=ID(stored=True, unique=True),

@@ -5,17 +5,20 @@
 expands to too many words, a search that runs too long), and returns ranked hits with
 HTML snippets whose text is escaped, so they are safe to embed.
 
-Keyword filters (site, content type, capture-time range) restrict the documents the
-query is scored over, so the count and the pages are exact.  Each archive's index is
-opened once per process and its searcher reused until the index changes (a crawl's
-writer committed, or `reindex` swapped in a new index); searches of one archive take
-turns on it, which costs nothing under the GIL and keeps whoosh's readers single-threaded.
+The query is parsed by whoosh's query parser, with the analyzers that indexing uses, and
+the parsed tree is handed to the archive's engine (`engine.Engine`: tantivy, or stock
+whoosh), which translates it.  Keyword filters (site, content type, capture-time range)
+restrict the documents the query is scored over, so the count and the pages are exact.
+Each archive's index is opened once per process and reused until the index changes (a
+crawl's writer committed, or `reindex` swapped in a new index); searches of one archive
+take turns on it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import fnmatch
 import itertools
 import logging
 import re
@@ -23,14 +26,13 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from whoosh import collectors, query
-from whoosh.idsets import BitSet
+from whoosh import query
 from whoosh.qparser import (
     AndGroup,
     FieldAliasPlugin,
@@ -38,25 +40,18 @@ from whoosh.qparser import (
     PlusMinusPlugin,
     syntax,
 )
-from whoosh.searching import ResultsPage, TimeLimit
 
 from archiver.api import ArchiveError, ArchiverError, plural
 
-from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, text_analyzer
+from .engine import DamagedIndexError, Engine, Found
+from .schema import FIELD_ALIASES, FIELD_BOOSTS, SEARCH_FIELDS, USER_FIELDS, make_schema, text_analyzer
 from .spool import pending_in
-from .store import (
-    DAMAGE_ERRORS,
-    DEFAULT_MAX_CHARS,
-    MARKER,
-    DamagedIndexError,
-    damaged_message,
-    index_root,
-    open_index,
-    whoosh_dir,
-)
+from .store import DEFAULT_MAX_CHARS, MARKER, damaged_message, index_root, open_engine, present_dir
 
 MAX_EXPANSION = 2_000
 """A wildcard or prefix may stand for at most this many distinct words."""
+WILDCARD_SCAN = 200_000
+"""Words a wildcard's pattern is tried on, at most (those after its literal start)."""
 DEFAULT_TIME_LIMIT = 5.0
 MAX_NESTING = 50
 """Brackets deeper than this are refused: whoosh parses them recursively."""
@@ -71,7 +66,7 @@ _DIGITS = re.compile(r"\d{0,14}")
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+-]*/(?:[a-z0-9][a-z0-9.+-]*)?")
 OPEN_ARCHIVES = 8
 """Indexes kept open at once (least recently searched closed first)."""
-_FILTER_SETS = 32
+_QUERY_SCHEMA: list[Any] = []
 
 
 class EmptyIndexError(ArchiveError):
@@ -151,18 +146,6 @@ class Filters:
     def __bool__(self) -> bool:
         return bool(self.site or self.content_type or self.time_from or self.time_to)
 
-    def query(self) -> Any:
-        parts: list[Any] = []
-        if self.site:
-            parts.append(query.Term("site", self.site))
-        if self.content_type.endswith("/"):
-            parts.append(query.Prefix("content_type", self.content_type))
-        elif self.content_type:
-            parts.append(query.Term("content_type", self.content_type))
-        if self.time_from or self.time_to:
-            parts.append(query.TermRange("time", self.time_from or None, self.time_to or None))
-        return parts[0] if len(parts) == 1 else query.And(parts)
-
 
 def _host(site: str) -> str:
     text = site.strip().lower()
@@ -210,11 +193,11 @@ def search(
         with shared.lock:
             fresh = not shared.is_open()
             try:
-                searcher, fresh = shared.current()
-                return _run(archive, searcher, shared, query_text, filters, limit, page, with_snippets,
+                index, fresh = shared.current()
+                return _run(archive, index, shared, query_text, filters, limit, page, with_snippets,
                             time_limit, started)  # fmt: skip
-            except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
-                # a writer may have merged away a segment this searcher had not opened yet:
+            except (DamagedIndexError, ValueError, OSError) as exc:
+                # a writer may have merged away a segment this reader had not opened yet:
                 # open the index again once before calling it damaged
                 shared.close()
                 if fresh:
@@ -222,15 +205,13 @@ def search(
 
 
 class _Shared:
-    """One archive's open index and searcher, used by one thread at a time (`lock`)."""
+    """One archive's open index, used by one thread at a time (`lock`)."""
 
     def __init__(self, archive: Path) -> None:
         self.archive = archive
         self.lock = threading.Lock()
-        self._ix: Any = None
-        self._searcher: Any = None
-        self._folder_id: int | None = None
-        self.filter_sets: OrderedDict[Filters, BitSet] = OrderedDict()
+        self._index: Engine | None = None
+        self._folder_id: tuple[str, int] | None = None
         self._texts: Any = None
 
     def page_text(self, url: str, time: str) -> str:
@@ -242,47 +223,29 @@ class _Shared:
         return str(self._texts.text(url, time))
 
     def is_open(self) -> bool:
-        return self._searcher is not None
+        return self._index is not None
 
-    def current(self) -> tuple[Any, bool]:
-        """The searcher on the index as last committed; True when it was opened just now."""
+    def current(self) -> tuple[Engine, bool]:
+        """The index as last committed; True when it was opened just now."""
+        folder = present_dir(self.archive)
         try:
-            folder_id = whoosh_dir(self.archive).stat().st_ino
+            folder_id = (folder.name, folder.stat().st_ino) if folder is not None else None
         except FileNotFoundError:
             folder_id = None
-        if self._searcher is not None and folder_id == self._folder_id:
-            if not self._searcher.up_to_date():
-                self._searcher = self._searcher.refresh()  # reuses the unchanged segments
-                self.filter_sets.clear()
-            return self._searcher, False
+        if self._index is not None and folder_id == self._folder_id:
+            self._index.refresh()  # reuses the unchanged segments
+            return self._index, False
         self.close()  # first use, or `reindex` put a new index in place
-        self._ix = open_index(self.archive)
-        self._searcher = self._ix.searcher()
+        self._index = open_engine(self.archive)
+        self._index.refresh()
         self._folder_id = folder_id
-        return self._searcher, True
-
-    def filter_set(self, searcher: Any, filters: Filters) -> BitSet:
-        """The documents `filters` let through, remembered until the index changes."""
-        found = self.filter_sets.get(filters)
-        if found is None:
-            found = BitSet(searcher.docs_for_query(filters.query()), size=searcher.doc_count_all())
-            self.filter_sets[filters] = found
-            if len(self.filter_sets) > _FILTER_SETS:
-                self.filter_sets.popitem(last=False)
-        else:
-            self.filter_sets.move_to_end(filters)
-        return found
+        return self._index, True
 
     def close(self) -> None:
-        searcher, ix = self._searcher, self._ix
-        self._searcher = self._ix = self._folder_id = None
-        self.filter_sets.clear()
+        index, self._index, self._folder_id = self._index, None, None
         with contextlib.suppress(Exception):
-            if searcher is not None:
-                searcher.close()
-        with contextlib.suppress(Exception):
-            if ix is not None:
-                ix.close()
+            if index is not None:
+                index.close()
 
 
 _shared: OrderedDict[str, _Shared] = OrderedDict()
@@ -315,6 +278,14 @@ def close_all() -> None:
     for shared in open_now:
         with shared.lock:
             shared.close()
+
+
+def query_schema() -> Any:
+    """The whoosh schema the query parser reads: the fields of the query language, each
+    with the analyzer indexing uses (`schema.make_schema`), made once per process."""
+    if not _QUERY_SCHEMA:
+        _QUERY_SCHEMA.append(make_schema())
+    return _QUERY_SCHEMA[0]
 
 
 def make_parser(schema: Any) -> MultifieldParser:
@@ -428,28 +399,40 @@ def _leaves(q: Any) -> Iterator[Any]:
         yield from _leaves(child)
 
 
-def _bound_expansions(q: Any, reader: Any, deadline: float) -> None:
-    """Refuse a wildcard or prefix that stands for too many words, before whoosh expands it."""
+def _expansions(q: Any, index: Engine, deadline: float) -> dict[tuple[str, str], list[str]]:
+    """The words each wildcard or prefix of `q` stands for; a clear error when it stands for
+    too many or takes too long to expand."""
+    found: dict[tuple[str, str], list[str]] = {}
     for leaf in _leaves(q):
-        if not isinstance(leaf, query.MultiTerm):
+        if not isinstance(leaf, (query.Prefix, query.Wildcard)):
             continue
-        count = 0
-        for count, _ in enumerate(leaf._btexts(reader), start=1):
-            if count > MAX_EXPANSION:
+        text = str(leaf.text)
+        if isinstance(leaf, query.Prefix):
+            words = [term for term, _ in index.terms_with_prefix(leaf.fieldname, text, MAX_EXPANSION + 1)]
+        else:
+            start = re.split(r"[*?]", text, maxsplit=1)[0]
+            scanned = index.terms_with_prefix(leaf.fieldname, start, WILDCARD_SCAN)
+            pattern = re.compile(fnmatch.translate(text))
+            words = [term for term, _ in scanned if pattern.match(term)]
+            if len(scanned) >= WILDCARD_SCAN and len(words) <= MAX_EXPANSION:
                 raise QueryError(
-                    f"{leaf.text!r} matches more than {MAX_EXPANSION:,} different words; "
-                    "make it more specific (a longer prefix, fewer wildcards)"
-                )
-            if count % 256 == 0 and time.monotonic() > deadline:
-                raise QueryError(
-                    f"{leaf.text!r} takes too long to expand; make it more specific "
+                    f"{text!r} takes too long to expand; make it more specific "
                     "(for example a word start like 'asyn*' instead of '*syn*')"
                 )
+        if len(words) > MAX_EXPANSION:
+            raise QueryError(
+                f"{text!r} matches more than {MAX_EXPANSION:,} different words; "
+                "make it more specific (a longer prefix, fewer wildcards)"
+            )
+        if time.monotonic() > deadline:
+            raise QueryError(f"{text!r} takes too long to expand; make it more specific")
+        found[(leaf.fieldname, text)] = words
+    return found
 
 
 def _run(
     archive: Path,
-    searcher: Any,
+    index: Engine,
     shared: _Shared,
     query_text: str,
     filters: Filters,
@@ -465,43 +448,28 @@ def _run(
             f"the index was rebuilt after damage and misses older pages; run: archiver reindex {archive}"
         )
     pending = pending_in(index_root(archive) / "spool.sqlite")
-    if searcher.doc_count() == 0:
+    if index.pages() == 0:
         waiting = f" ({plural(pending, 'page')} waiting to be indexed)" if pending else ""
         raise EmptyIndexError(f"the search index of {archive} holds no pages yet{waiting}")
-    parsed = parse(searcher.schema, query_text) if query_text.strip() else query.Every()
+    parsed = parse(query_schema(), query_text) if query_text.strip() else query.Every()
     deadline = started + time_limit
-    _bound_expansions(parsed, searcher.reader(), deadline)
-    allowed = shared.filter_set(searcher, filters) if filters else None
-    if allowed is not None and not allowed:
-        parsed = query.NullQuery  # whoosh reads an empty filter set as "no filter"
-    inner = searcher.collector(limit=page * limit, optimize=False)
-    # Without block-quality skips, whoosh's top-N collector still "replaces" its matcher every
-    # ten matches, dropping the branches of an OR whose estimated best score is below the
-    # current tenth: an estimate from byte-quantized field lengths, so it drops real hits
-    # (`site:x word` lost its 7th of 855 results, a different one by segment layout).
-    inner.replace = 0
-    if allowed is not None:
-        inner = _AllowedOnly(inner, allowed)
-    timed = collectors.TimeLimitCollector(
-        inner, timelimit=max(deadline - time.monotonic(), 0.05), use_alarm=False
-    )
-    timed_out = False
+    expansions = _expansions(parsed, index, deadline)
     try:
-        searcher.search_with_collector(parsed, timed)
-    except TimeLimit:
-        timed_out = True
-    results = timed.results()
-    total = results.scored_length() if timed_out else len(results)
+        ranked = index.search(parsed, expansions, filters or None, page * limit, deadline)
+    except ValueError as exc:  # a part of the query the engine has no counterpart for
+        log.debug("cannot run %r: %r", query_text, exc)
+        raise QueryError(f"cannot run the query {query_text!r}; simplify it, or put it in quotes") from None
+    total = ranked.total
     pages = max((total + limit - 1) // limit, 1)
     hits: list[Hit] = []
-    if results.scored_length() > (page - 1) * limit:
-        results_page = ResultsPage(results, page, limit)
-        patterns = _snippet_patterns(parsed, searcher.reader()) if with_snippets else None
-        for hit in results_page:
-            hits.append(_hit(hit, patterns, shared.page_text))
+    shown = ranked.found[(page - 1) * limit : page * limit]
+    if shown:
+        patterns = _snippet_patterns(parsed, expansions) if with_snippets else None
+        for rank, found in enumerate(shown, start=(page - 1) * limit + 1):
+            hits.append(_hit(rank, found, patterns, shared.page_text))
     suggestion = None
     if total == 0 and query_text.strip():
-        suggestion = suggest(searcher, query_text)
+        suggestion = suggest(index, query_text)
     return SearchResults(
         query=query_text,
         total=total,
@@ -510,26 +478,15 @@ def _run(
         limit=limit,
         hits=hits,
         suggestion=suggestion,
-        timed_out=timed_out,
+        timed_out=ranked.timed_out,
         pending=pending,
         notes=notes,
         elapsed=time.monotonic() - started,
     )
 
 
-class _AllowedOnly(collectors.FilterCollector):  # type: ignore[misc]
-    """whoosh's FilterCollector filters in `collect_matches` only, which a TimeLimitCollector
-    around it never calls (it calls `collect`): this one filters in `collect` too."""
-
-    def collect(self, sub_docnum: int) -> Any:
-        if self.offset + sub_docnum not in self._allow:
-            self.filtered_count += 1
-            return None
-        return self.child.collect(sub_docnum)
-
-
-def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], str]) -> Hit:
-    fields = hit.fields()
+def _hit(rank: int, found: Found, patterns: _Patterns | None, page_text: Callable[[str, str], str]) -> Hit:
+    fields = found.fields
     snippet = ""
     if patterns is not None:
         text = _stored_text(fields.get("excerpt"), patterns)
@@ -537,12 +494,12 @@ def _hit(hit: Any, patterns: _Patterns | None, page_text: Callable[[str, str], s
             text = page_text(fields["url"], fields.get("time") or "")
         snippet = _snippet(text, fields, patterns)
     return Hit(
-        rank=hit.rank + 1,
+        rank=rank,
         url=fields["url"],
         title=fields.get("title") or "",
         time=fields.get("time") or "",
         snippet=snippet,
-        score=float(hit.score or 0.0),
+        score=found.score,
         host=fields.get("host") or "",
         content_type=fields.get("content_type") or "",
         status=int(fields.get("status") or 0),
@@ -577,7 +534,18 @@ def _word_regex(word: str) -> str:
     return (r"\b" + re.escape(word)) if word.isascii() else re.escape(word)
 
 
-def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
+def _leaf_terms(leaf: Any, expansions: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The index terms a leaf of the query matches."""
+    if isinstance(leaf, query.Phrase):
+        return [str(w) for w in leaf.words]
+    if isinstance(leaf, (query.Prefix, query.Wildcard)):
+        return expansions.get((leaf.fieldname, str(leaf.text)), [])
+    if isinstance(leaf, query.Term):
+        return [str(leaf.text)]
+    return []
+
+
+def _snippet_patterns(q: Any, expansions: dict[tuple[str, str], list[str]]) -> _Patterns:
     wanted = ("text", "title", "headings", "description")
     words: set[str] = set()
     phrases: set[str] = set()
@@ -594,10 +562,8 @@ def _snippet_patterns(q: Any, reader: Any) -> _Patterns:
             else:
                 gap = r"(?:\W+\w{1,5}){0,2}\W+"  # stop words left out of the phrase
                 phrases.add(gap.join(_word_regex(_stem_prefix(p)) + r"\w*" for p in parts))
-        # not q.existing_terms(): it reuses its `fieldname` argument as a loop variable
-        for fieldname, term in leaf.expanded_terms(reader, phrases=True):
-            if fieldname in wanted:
-                text = term.decode("utf-8") if isinstance(term, bytes) else str(term)
+        if getattr(leaf, "fieldname", None) in wanted:
+            for text in _leaf_terms(leaf, expansions):
                 words.add(_stem_prefix(text))
                 terms.add(text)
                 if not is_phrase:
@@ -630,12 +596,10 @@ def _windows(text: str, pattern: re.Pattern[str] | None) -> list[tuple[int, int]
 
 
 def _stored_text(excerpt: Any, patterns: _Patterns) -> str | None:
-    """The text the index holds for a snippet, when it is enough: a page's whole text (an
-    index of an earlier version), or the start of it (`store.lead_of`) when it is the whole
-    text or holds the first match with its window; None: read the page's WARC record."""
-    if isinstance(excerpt, bytes) and excerpt:
-        return zlib.decompress(excerpt).decode("utf-8", "replace")
-    if not isinstance(excerpt, tuple) or len(excerpt) != 2:
+    """The text the index holds for a snippet, when it is enough: the start of the page's
+    text (`store.lead_of`) when it is the whole text or holds the first match with its
+    window; None: read the page's WARC record."""
+    if not isinstance(excerpt, tuple) or len(excerpt) != 2 or not excerpt[0]:
         return None
     lead = zlib.decompress(excerpt[0]).decode("utf-8", "replace")
     if len(lead) >= excerpt[1]:
@@ -647,7 +611,7 @@ def _stored_text(excerpt: Any, patterns: _Patterns) -> str | None:
     return None
 
 
-def _snippet(text: str, fields: dict[str, Any], patterns: _Patterns) -> str:
+def _snippet(text: str, fields: Mapping[str, Any], patterns: _Patterns) -> str:
     """Only the windows around the first matches are analyzed and marked: the phrases' when a
     phrase occurs, else the words' (a phrase's words among them)."""
     windows = _windows(text, patterns.phrase)
@@ -760,18 +724,20 @@ def _widen(text: str, start: int, end: int) -> str:
     return text[start:end]
 
 
-def suggest(searcher: Any, query_text: str) -> str | None:
+SUGGESTION_SCAN = 50_000
+"""Words starting with a misspelled word's first letter that are compared with it, at most."""
+
+
+def suggest(index: Engine, query_text: str) -> str | None:
     """A respelled query when some of its words are in no page ("did you mean")."""
-    reader = searcher.reader()
     analyzer = text_analyzer()
-    correctors = [searcher.corrector("spelling"), searcher.corrector("urlwords")]
     changed = False
     out = query_text
 
     def present(word: str) -> bool:
         terms = [t.text for t in analyzer(word)]
         return bool(terms) and all(
-            any((f, t) in reader for f in ("text", "title", "headings")) for t in terms
+            any(index.has_term(f, t) for f in ("text", "title", "headings")) for t in terms
         )
 
     for match in reversed(list(_WORD.finditer(query_text))):
@@ -784,10 +750,40 @@ def suggest(searcher: Any, query_text: str) -> str | None:
         lowered = word.lower()
         if not list(analyzer(lowered)) or present(lowered):
             continue
-        for corrector in correctors:
-            found = corrector.suggest(lowered, limit=1, maxdist=2, prefix=1)
-            if found and found[0] != lowered:
-                out = out[: match.start()] + found[0] + out[match.end() :]
+        for words in ("spelling", "urlwords"):
+            found = _closest(lowered, index.terms_with_prefix(words, lowered[:1], SUGGESTION_SCAN))
+            if found is not None and found != lowered:
+                out = out[: match.start()] + found + out[match.end() :]
                 changed = True
                 break
     return out if changed else None
+
+
+def _closest(word: str, candidates: list[tuple[str, int]], most: int = 2) -> str | None:
+    """The word of `candidates` (word, pages) fewest edits from `word` (at most `most`: an
+    insertion, a deletion, a substitution or a swap of neighbours), the commonest of equals."""
+    best: tuple[int, int, str] | None = None
+    for candidate, pages in candidates:
+        if abs(len(candidate) - len(word)) > most:
+            continue
+        distance = _edits(word, candidate, most)
+        if distance <= most and (best is None or (distance, -pages) < best[:2]):
+            best = (distance, -pages, candidate)
+    return best[2] if best is not None else None
+
+
+def _edits(a: str, b: str, most: int) -> int:
+    """The optimal string alignment distance of `a` and `b`, or `most` + 1 once it exceeds `most`."""
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i, char in enumerate(a, start=1):
+        previous, row = row, [i] + [0] * len(b)
+        for j, other in enumerate(b, start=1):
+            cost = 0 if char == other else 1
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char == b[j - 2] and a[i - 2] == other:
+                row[j] = min(row[j], before[j - 2] + 1)
+        if min(row) > most:
+            return most + 1
+        before = previous
+    return row[-1]

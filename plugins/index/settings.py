@@ -11,9 +11,18 @@ MAX_PROCESSES = 256
 
 
 def _cores() -> int:
-    from .parallel import default_processes  # whoosh: loaded once a crawl or reindex runs
+    from .parallel import default_processes
 
     return default_processes()
+
+
+ENGINES = ("", "tantivy", "whoosh")
+
+
+def _engine_problem(value: str) -> str | None:
+    if value in ENGINES:
+        return None
+    return "must be tantivy or whoosh (the fallback where tantivy cannot be installed)"
 
 
 @dataclass(frozen=True)
@@ -32,5 +41,8 @@ class IndexSettings:
     """At the end of a crawl, wait until every page is indexed."""
     processes: int = setting(default_factory=_cores, low=1, high=MAX_PROCESSES)
     """Worker processes that index what is left once the crawl is done (and `reindex`)."""
+    engine: str = setting("", check=_engine_problem)
+    """The engine of a new index: tantivy, or whoosh (pure Python, slower); by default tantivy
+    where it is installed.  An archive's index keeps its engine until `archiver reindex`."""
     max_restarts: ClassVar[int] = 5
     """Writer processes started again after one died, before the crawl gives up indexing."""

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver.api import ArchiverError, in_chunks
+from archiver.api import WARC_FOLDER, ArchiverError, in_chunks
 
 from .store import Capture, RecordRef
 
@@ -236,7 +236,7 @@ class Spool:
 
         try:
             if self._warcs is None:
-                self._warcs = open_archive(self.path.parent.parent / "warc")
+                self._warcs = open_archive(self.path.parent.parent / WARC_FOLDER)
             line = Line(
                 url=record.target,
                 timestamp=time,

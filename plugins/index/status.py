@@ -12,9 +12,9 @@ from .store import (
     MARKER,
     DamagedIndexError,
     MissingIndexError,
+    OutdatedIndexError,
     index_root,
-    open_index,
-    searchable_pages,
+    open_engine,
     spool_path,
 )
 
@@ -24,16 +24,19 @@ def status_lines(archive: Path) -> list[tuple[str, Any]] | None:
         return None
     lines: list[tuple[str, Any]] = []
     try:
-        ix = open_index(archive)
+        index = open_engine(archive)
+        try:
+            lines.append(("pages searchable", index.pages()))
+        finally:
+            index.close()
     except DamagedIndexError:
         lines.append(("search index", f"damaged: rebuild it with `archiver reindex {archive}`"))
+    except OutdatedIndexError:
+        lines.append(
+            ("search index", f"made by an earlier version: rebuild it with `archiver reindex {archive}`")
+        )
     except MissingIndexError:
         lines.append(("search index", "none yet"))
-    else:
-        try:
-            lines.append(("pages searchable", searchable_pages(ix)))
-        finally:
-            ix.close()
     pending = pending_in(spool_path(archive))
     if pending:
         lines.append(("pages waiting for the index", pending))

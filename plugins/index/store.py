@@ -1,51 +1,49 @@
-"""Where the index lives in an archive, how it is opened, and how documents are made.
+"""Where the index lives in an archive, the one writer of an index, and how documents are made.
 
-Layout: ``ARCHIVE/index/whoosh/`` holds the whoosh index, ``ARCHIVE/index/spool.sqlite``
-the pages waiting to be indexed, ``ARCHIVE/index/writer.lock`` the lock every index
-writer holds (an ``flock``: the kernel frees it when its process dies, so a killed
-writer never leaves a stale lock behind).  whoosh never fsyncs and a power loss can
-leave a zero-length table of contents that makes ``open_dir`` raise ``TypeError``:
-such an index is reported as damaged, and the WARC files rebuild it.
+Layout: ``ARCHIVE/index/tantivy/`` (or ``whoosh-stock/``, see `engine`) holds the index
+(``ARCHIVE/index/whoosh/`` is the index of earlier versions: see `legacy_message`),
+``ARCHIVE/index/spool.sqlite`` the pages waiting to be indexed, ``ARCHIVE/index/writer.lock``
+the lock every index writer holds (an ``flock``: the kernel frees it when its process dies,
+so a killed writer never leaves a stale lock behind).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import struct
+import shutil
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from whoosh import index as whoosh_index
-from whoosh.filedb.filestore import FileStorage
-
-from archiver.api import ArchiveError, ArchiveLockedError
+from archiver.api import INDEX_FOLDER, ArchiveError, ArchiveLockedError
 
 from ..markup.text import extract
-from .mapped import MappedStorage
-from .schema import make_schema, site_terms
+from .engine import (
+    WRITER_MEMORY_MB,
+    DamagedIndexError,
+    Engine,
+    MissingIndexError,
+    OutdatedIndexError,
+)
+from .schema import plain_analyzer, site_terms, text_analyzer
 
-INDEX_NAME = "MAIN"
-MARKER = "REINDEX-NEEDED"
+__all__ = ["WRITER_MEMORY_MB", "DamagedIndexError", "MissingIndexError", "OutdatedIndexError"]
+
 DEFAULT_MAX_CHARS = 200_000
-WRITER_MEMORY_MB = 32
-"""The postings a segment holds before it is written (`segment.py`): ~800 bench pages, more
-than a commit's default batch of 500; a writer's peak RSS is ~70 MB with it."""
+ENGINE_FOLDERS = {"tantivy": "tantivy", "whoosh": "whoosh-stock"}
+"""Each engine's folder under ``ARCHIVE/index/``, searched in this order."""
+LEGACY_FOLDER = "whoosh"
+"""The index of versions before 0.9: whoosh segments in a codec of their own, which this
+version cannot read (`legacy_message`)."""
+MARKER = "REINDEX-NEEDED"
+"""A file in ``ARCHIVE/index/`` saying the index misses pages (set aside after damage)."""
 
 EXIT_EXHAUSTED = 75
 """The index writer's exit code when the disk is full or the open-files limit is spent:
 restarting it would only fail again."""
-
-
-class DamagedIndexError(ArchiveError):
-    """The whoosh files cannot be read (cut short by a crash or a power loss)."""
-
-
-class MissingIndexError(ArchiveError):
-    """The archive has no search index (yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +80,52 @@ class Capture:
     reference and reads the content back from the record when the page is indexed."""
 
 
-def index_root(archive: Path) -> Path:
-    return archive / "index"
-
-
-def whoosh_dir(archive: Path) -> Path:
-    return index_root(archive) / "whoosh"
-
-
 def spool_path(archive: Path) -> Path:
     return index_root(archive) / "spool.sqlite"
 
 
-DAMAGE_ERRORS = (TypeError, EOFError, ValueError, struct.error, KeyError, IndexError, zlib.error)
+def index_root(archive: Path) -> Path:
+    return archive / INDEX_FOLDER
+
+
+def default_engine() -> str:
+    """tantivy where its wheel is installed, else stock whoosh."""
+    try:
+        import tantivy  # noqa: F401
+    except ImportError:
+        return "whoosh"
+    return "tantivy"
+
+
+def engine_of(folder: Path) -> str:
+    """The engine whose folder (or folder being built, ``NAME.new``) `folder` is."""
+    base = folder.name.split(".", 1)[0]
+    for name, folder_name in ENGINE_FOLDERS.items():
+        if folder_name == base:
+            return name
+    raise ValueError(f"not an index folder: {folder}")
+
+
+def present_dir(archive: Path) -> Path | None:
+    """The folder of the index the archive has, whatever its engine; None when it has none."""
+    for folder_name in ENGINE_FOLDERS.values():
+        folder = index_root(archive) / folder_name
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def engine_dir(archive: Path, engine: str | None = None) -> Path:
+    """Where `engine`'s index lives; without one, the archive's present index, or where the
+    default engine would start one."""
+    if engine is None:
+        found = present_dir(archive)
+        if found is not None:
+            return found
+        engine = default_engine()
+    if engine not in ENGINE_FOLDERS:
+        raise ArchiveError(f"unknown index engine {engine!r} (engines: {', '.join(ENGINE_FOLDERS)})")
+    return index_root(archive) / ENGINE_FOLDERS[engine]
 
 
 def damaged_message(archive: Path) -> str:
@@ -104,97 +135,86 @@ def damaged_message(archive: Path) -> str:
     )
 
 
-def _torn_toc(folder: Path) -> bool:
-    """The newest table of contents is empty: checked before whoosh opens (and leaks) it."""
-    tocs = sorted(
-        folder.glob(f"_{INDEX_NAME}_*.toc"),
-        key=lambda p: int(p.stem.rsplit("_", 1)[-1]) if p.stem.rsplit("_", 1)[-1].isdigit() else -1,
+def legacy_message(archive: Path) -> str:
+    return (
+        f"the search index of {archive} was made by an earlier version of archiver; "
+        f"rebuild it from the WARC files with: archiver reindex {archive}"
     )
-    return bool(tocs) and tocs[-1].stat().st_size == 0
 
 
-def open_index(archive: Path, *, mapped: bool = True) -> Any:
-    """Open the index for reading; a clear error when it is missing or cannot be read.
+def has_legacy(archive: Path) -> bool:
+    return (index_root(archive) / LEGACY_FOLDER).is_dir()
 
-    whoosh maps segment files into memory, and every page of them a scan touches counts in
-    the process's RSS (~170 MB for a 3,000-page index read whole).  A search reads a few
-    terms and keeps the mapping; `mapped=False` is for the scans of merges and recovery,
-    which read every URL once (RSS 214 -> 44 MB for a merge of three indexes, ~10% more
-    CPU)."""
-    folder = whoosh_dir(archive)
-    if not folder.is_dir():
+
+def create_engine(folder: Path) -> Engine:
+    """A new, empty index in `folder` (its name says the engine)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return _open_folder(folder, create=True)
+
+
+def _open_folder(folder: Path, create: bool) -> Engine:
+    if engine_of(folder) == "tantivy":
+        from .tantivy_engine import TantivyEngine
+
+        return TantivyEngine(folder, create=create)
+    from .whoosh_engine import WhooshEngine
+
+    return WhooshEngine(folder, create=create)
+
+
+def open_engine(archive: Path) -> Engine:
+    """The archive's index, for reading; a one-line error when it is missing or damaged."""
+    folder = present_dir(archive)
+    if folder is None:
+        if has_legacy(archive):
+            raise OutdatedIndexError(legacy_message(archive))
         raise MissingIndexError(
             f"{archive} has no search index: crawl with the index plugin enabled, "
             f"or build one with: archiver reindex {archive}"
         )
     try:
-        if _torn_toc(folder):
-            raise TypeError("zero-length table of contents")
-        storage = MappedStorage(str(folder)) if mapped else FileStorage(str(folder), supports_mmap=False)
-        ix = storage.open_index(INDEX_NAME)
-        searchable_pages(ix)
-    except whoosh_index.EmptyIndexError:
+        return _open_folder(folder, create=False)
+    except MissingIndexError:
         raise MissingIndexError(
             f"{archive} has no search index yet; build one with: archiver reindex {archive}"
         ) from None
-    except (*DAMAGE_ERRORS, FileNotFoundError) as exc:
-        raise DamagedIndexError(damaged_message(archive)) from exc
-    return ix
+    except DamagedIndexError:
+        raise DamagedIndexError(damaged_message(archive)) from None
 
 
-def searchable_pages(ix: Any) -> int:
-    """The index's live documents, from its table of contents: whoosh's ``doc_count()`` opens a
-    reader on every segment (term dictionaries included) only to add up these numbers."""
-    return sum(segment.doc_count() for segment in ix._read_toc().segments)
-
-
-def writer_storage(folder: Path) -> FileStorage:
-    """`folder` for a writer: files read with read(), not mapped, so that the writer's
-    resident memory does not grow with the index it reads (merges, replaced pages)."""
-    return FileStorage(str(folder), supports_mmap=False)
-
-
-def create_index(folder: Path, schema: Any = None) -> Any:
-    return writer_storage(folder).create_index(schema or make_schema(), indexname=INDEX_NAME)
-
-
-def open_or_create(folder: Path) -> tuple[Any, str | None]:
+def open_or_create(folder: Path) -> tuple[Engine, str | None]:
     """Open the index in `folder` for writing, creating it when absent.
 
-    A damaged index is moved aside to ``whoosh.damaged`` and a fresh one started, so
-    the crawl keeps indexing; the returned note says so, and a marker file tells
-    ``search`` and ``status`` that older pages need ``archiver reindex``.
+    A damaged index is moved aside to ``FOLDER.damaged`` and a fresh one started, so the
+    crawl keeps indexing; so is the index of an earlier version (``index/whoosh``).  The
+    returned note says so, and a marker file tells ``search`` and ``status`` that older
+    pages need ``archiver reindex``.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        if _torn_toc(folder):
-            raise TypeError("zero-length table of contents")
-        if whoosh_index.exists_in(str(folder), indexname=INDEX_NAME):
-            ix = writer_storage(folder).open_index(INDEX_NAME)
-            ix.doc_count()
-            return ix, None
-    except (*DAMAGE_ERRORS, FileNotFoundError):
-        aside = folder.with_name(folder.name + ".damaged")
-        _remove_tree(aside)
-        folder.rename(aside)
-        folder.mkdir()
-        (folder.parent / MARKER).write_text(
-            "the index was damaged and restarted; pages indexed before are missing\n"
+    root = folder.parent
+    note = None
+    legacy = root / LEGACY_FOLDER
+    if legacy.is_dir() and not folder.is_dir():
+        _set_aside(legacy, root / (LEGACY_FOLDER + ".old-version"))
+        note = (
+            "search index was made by an earlier version; "
+            "started a new one (run `archiver reindex` for older pages)"
         )
-        note = "search index was damaged; started a new one (run `archiver reindex` for older pages)"
-        return create_index(folder), note
-    return create_index(folder), None
+    if folder.is_dir():
+        try:
+            return _open_folder(folder, create=False), None
+        except MissingIndexError:
+            pass
+        except DamagedIndexError:
+            _set_aside(folder, folder.with_name(folder.name + ".damaged"))
+            note = "search index was damaged; started a new one (run `archiver reindex` for older pages)"
+    if note is not None:
+        (root / MARKER).write_text("the index was restarted; pages indexed before are missing\n")
+    return create_engine(folder), note
 
 
-def _remove_tree(path: Path) -> None:
-    if not path.exists():
-        return
-    for child in path.iterdir():
-        if child.is_dir():
-            _remove_tree(child)
-        else:
-            child.unlink()
-    path.rmdir()
+def _set_aside(folder: Path, aside: Path) -> None:
+    shutil.rmtree(aside, ignore_errors=True)
+    folder.rename(aside)
 
 
 class WriterLock:
@@ -248,21 +268,31 @@ def lead_of(text: str) -> tuple[bytes, int]:
 
 
 def make_document(capture: Capture, max_chars: int = DEFAULT_MAX_CHARS) -> dict[str, Any]:
-    """The fields whoosh stores and indexes for one capture (parses the HTML)."""
+    """What an engine indexes and stores for one capture (parses the HTML and analyses its text).
+
+    Each field of `TEXT_FIELDS` and `WORD_FIELDS` holds its index terms separated by spaces;
+    `site` its host and the domains above it; the others are stored as they are."""
     found = extract(capture.content, capture.content_type, capture.encoding, max_chars)
     host = (urlsplit(capture.url).hostname or "").lower()
+    title = capture.title or found.title
+    english = text_analyzer()
+    words = plain_analyzer()
+    lead, text_chars = lead_of(found.text)
     return {
         "url": capture.url,
-        "urlwords": capture.url,
-        "title": capture.title or found.title,
-        "headings": found.headings,
-        "description": found.description,
-        "text": found.text,
-        "spelling": f"{capture.title or found.title} {found.headings} {found.description}",
+        "urlwords": words.terms(capture.url),
+        "title": english.terms(title),
+        "headings": english.terms(found.headings),
+        "description": english.terms(found.description),
+        "text": english.terms(found.text),
+        "spelling": words.terms(f"{title} {found.headings} {found.description}"),
         "site": site_terms(host) if host else "",
-        "host": host,
         "content_type": capture.content_type,
-        "status": capture.status,
         "time": capture.time,
-        "excerpt": lead_of(found.text),
+        "shown_title": title,
+        "shown_description": found.description,
+        "host": host,
+        "status": capture.status,
+        "excerpt": lead,
+        "text_chars": text_chars,
     }

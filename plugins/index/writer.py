@@ -1,7 +1,7 @@
-"""The index writer: a process of its own that turns spooled pages into whoosh documents.
+"""The index writer: a process of its own that turns spooled pages into index documents.
 
-Run as ``python -m archiver_plugins.index.writer ARCHIVE``.  It parses HTML and feeds
-whoosh (pure Python, ~150 pages/s), so it must not share the crawl's GIL.  It commits
+Run as ``python -m archiver_plugins.index.writer ARCHIVE``.  It parses HTML and analyses
+its text in Python (`store.make_document`), so it must not share the crawl's GIL.  It commits
 every `batch_size` pages or `batch_seconds`, whichever comes first, so `archiver search`
 sees a running crawl's pages (once told to drain, every `batch_size` pages).  While the
 crawl runs, it uses at most `crawl_share` of one
@@ -30,85 +30,72 @@ from typing import Any
 
 from archiver.api import ArchiveLockedError, exhausted
 
-from .segment import SegmentBuilder
+from .engine import Engine
 from .spool import Spool
 from .store import (
     DEFAULT_MAX_CHARS,
     EXIT_EXHAUSTED,
     Capture,
     WriterLock,
+    engine_dir,
     make_document,
     open_or_create,
+    present_dir,
     spool_path,
-    whoosh_dir,
 )
-from .tiers import merge_tiers
 
 log = logging.getLogger("archiver.index")
 
 
 class Batcher:
-    """Adds documents and commits in batches; also used by `reindex` in its own process."""
+    """Adds documents to an engine and commits in batches; also used by `reindex`."""
 
-    def __init__(self, ix: Any, batch_size: int, batch_seconds: float, max_chars: int) -> None:
-        self.ix = ix
+    def __init__(self, engine: Engine, batch_size: int, batch_seconds: float, max_chars: int) -> None:
+        self.engine = engine
         self.batch_size = batch_size
         self.batch_seconds = batch_seconds
         self.max_chars = max_chars
-        self._writer: Any = None
         self.uncommitted = 0
         self.indexed = 0
         self.skipped = 0
         self._since = 0.0
-        self._batch_urls: set[str] = set()
 
-    def add(self, capture: Capture, *, replace: bool = True) -> None:
-        if capture.url in self._batch_urls or (self._writer is not None and self._writer.full):
-            # whoosh's update_document cannot see documents of its own uncommitted batch;
-            # a full segment is written before its postings spill to disk
-            self.commit()
+    def add(self, capture: Capture) -> None:
+        """Index `capture` in place of any earlier document of its URL."""
         try:
             document = make_document(capture, self.max_chars)
         except Exception as exc:  # one broken page must not stop the index
             log.warning("index: skipped %s: %s", capture.url, exc)
             self.skipped += 1
             return
-        if self._writer is None:
-            self._writer = SegmentBuilder(self.ix, timeout=30.0)
+        self.add_document(document)
+
+    def add_document(self, document: dict[str, Any]) -> None:
+        if not self.uncommitted:
             self._since = time.monotonic()
-        if replace:
-            self._writer.update_document(**document)
-        else:
-            self._writer.add_document(**document)
+        self.engine.add(document)
         self.uncommitted += 1
-        self._batch_urls.add(capture.url)
 
     def due(self, timed: bool = True) -> bool:
         """A batch is full, or (`timed`) `batch_seconds` passed since its first page."""
         if not self.uncommitted:
             return False
-        return (
-            self.uncommitted >= self.batch_size
-            or self._writer.full
-            or (timed and time.monotonic() - self._since >= self.batch_seconds)
+        return self.uncommitted >= self.batch_size or (
+            timed and time.monotonic() - self._since >= self.batch_seconds
         )
 
     def commit(self) -> int:
         """Commit what was added; returns how many documents that was."""
-        if self._writer is None:
+        if not self.uncommitted:
             return 0
-        self._writer.commit(mergetype=merge_tiers)
-        done, self.uncommitted, self._writer = self.uncommitted, 0, None
-        self._batch_urls.clear()
+        self.engine.commit()
+        done, self.uncommitted = self.uncommitted, 0
         self.indexed += done
         return done
 
     def cancel(self) -> None:
-        if self._writer is not None:
-            self._writer.cancel()
-            self._writer = None
-            self.uncommitted = 0
-            self._batch_urls.clear()
+        self.engine.cancel()
+        self.uncommitted = 0
 
 
 class Control:
@@ -140,6 +127,7 @@ def run(
     lock_wait: float = 60.0,
     crawl_share: float = 1.0,
     processes: int = 1,
+    engine: str | None = None,
 ) -> int:
     """Index spooled pages until told to stop; with a `control` already set to 'drain',
     index what is spooled and return (``archiver reindex --pending``).  Once told to
@@ -155,11 +143,11 @@ def run(
     parent = os.getppid()
     lock = WriterLock(archive)
     _acquire(lock, control, lock_wait)
-    ix, note = open_or_create(whoosh_dir(archive))
+    index, note = open_or_create(present_dir(archive) or engine_dir(archive, engine))
     if note:
         print(f"archiver: {note}", file=sys.stderr, flush=True)
     spool = Spool(spool_path(archive))
-    batcher = Batcher(ix, batch_size, batch_seconds, max_chars)
+    batcher = Batcher(index, batch_size, batch_seconds, max_chars)
     last = 0
     try:
         while control.mode != "stop":
@@ -179,7 +167,7 @@ def run(
             if control.mode == "drain" and processes > 1 and spool.pending() > batch_size:
                 batcher.commit()
                 spool.delete_upto(last)
-                last = _drain_in_parallel(archive, ix, spool, control, processes, max_chars, last)
+                last = _drain_in_parallel(index, batcher, spool, control, processes, max_chars, last)
                 continue
             if rows:
                 if control.mode is None and crawl_share < 1.0:  # the crawl still runs
@@ -198,14 +186,14 @@ def run(
         spool.shrink()
     finally:
         spool.close()
-        ix.close()
+        index.close()
         lock.release()
     return 0
 
 
 def _drain_in_parallel(
-    archive: Path,
-    ix: Any,
+    index: Engine,
+    batcher: Batcher,
     spool: Spool,
     control: Control,
     processes: int,
@@ -214,9 +202,9 @@ def _drain_in_parallel(
 ) -> int:
     from .parallel import Workers, drain
 
-    workers = Workers(whoosh_dir(archive), spool.path, processes, max_chars)
+    workers = Workers(spool.path, processes, max_chars)
     try:
-        _, after = drain(ix, spool, workers, after, lambda: control.mode != "stop")
+        _, after = drain(batcher, spool, workers, after, lambda: control.mode != "stop")
     finally:
         workers.close()
     return after
@@ -248,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS)
     parser.add_argument("--crawl-share", type=float, default=1.0)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--engine", choices=("tantivy", "whoosh"), default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="archiver: %(message)s")
     try:
@@ -258,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             args.max_chars,
             crawl_share=args.crawl_share,
             processes=args.processes,
+            engine=args.engine,
         )
     except Exception as exc:
         cause = exhausted(exc)

@@ -14,47 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from archiver.api import ConfigError, add_crawl_option, hookimpl
+from archiver.api import add_crawl_option, hookimpl
+
+from .sharing import is_shared, require_redis, saved_shared_crawl
 
 if TYPE_CHECKING:
     from archiver.api import ArchiveStatus, Config, Frontier
-
-SCHEMES = ("redis://", "rediss://")
-INSTALL = "pip install 'redis>=5.0' (the redis extra)"
-
-
-def is_shared(frontier: str) -> bool:
-    return frontier.startswith(SCHEMES)
-
-
-def require_redis() -> None:
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        raise ConfigError(
-            f"a Redis frontier needs the redis client, which is not installed: {INSTALL}"
-        ) from None
-
-
-def saved_shared_crawl(archive: Path) -> dict[str, Any] | None:
-    """The configuration tables saved in `archive` when its crawl used a Redis frontier, else None."""
-    import tomllib
-
-    from archiver.api import CONFIG_NAME
-
-    try:
-        with (archive / CONFIG_NAME).open("rb") as handle:
-            tables = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    crawl = tables.get("crawl")
-    if isinstance(crawl, dict) and is_shared(str(crawl.get("frontier", ""))):
-        return tables
-    return None
 
 
 @hookimpl

@@ -30,7 +30,6 @@ from archiver.api import (
     load_config,
 )
 
-from . import saved_shared_crawl
 from .frontier import (
     CONNECT_TIMEOUT,
     CONNECTION_ERRORS,
@@ -40,6 +39,7 @@ from .frontier import (
     redacted,
 )
 from .settings import NAME, saved_settings
+from .sharing import saved_shared_crawl
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import click
 
 from archiver.api import UsageError, output_options, plugin_options
 
-from . import is_shared, require_redis
+from .sharing import is_shared, require_redis
 
 WAIT_SECONDS = 60.0
 """How long a worker waits by default for its crawl to appear: workers started by one script
