@@ -68,14 +68,12 @@ _DOCUMENT = re.compile(r"\.(?:html?|xhtml|md|rst|txt|pdf)$", re.IGNORECASE)
 _OTHER_WORDS = re.compile(r"[^\W\d_]+")
 
 
-def _decoded_pieces(url: str) -> tuple[str, ...]:
-    """The path segments and query of `url` as the server reads them: every escape undone
+def _decoded_pieces(url: str) -> tuple[list[str], list[str]]:
+    """The path segments and the query of `url` as the server reads them: every escape undone
     (``/%6Cogout``, ``Log%20out``), escaped slashes and dot segments as slashes
-    (``/x/..%2Flogout``), ``+`` in the query as a space.  A segment that is a page about
-    signing out (`_about_signing_out`) is left out."""
+    (``/x/..%2Flogout``), ``+`` in the query as a space (and the query as written)."""
     parts = urlsplit(url)
-    segments = [segment for segment in unquote(parts.path).split("/") if not _about_signing_out(segment)]
-    return (*segments, unquote_plus(parts.query), parts.query)
+    return unquote(parts.path).split("/"), [unquote_plus(parts.query), parts.query]
 
 
 def _about_signing_out(segment: str) -> bool:
@@ -89,14 +87,16 @@ def _about_signing_out(segment: str) -> bool:
 
 def looks_like_logout(url: str) -> bool:
     """Whether `url` reads like a sign-out link (logout, log-out, signoff, ... in path or query)."""
-    pieces = _decoded_pieces(url)
+    segments, queries = _decoded_pieces(url)
+    pieces = [segment for segment in segments if not _about_signing_out(segment)] + queries
     return any(pattern.search(piece) for pattern in (_LOGOUT, _LOGOUT_CAMEL) for piece in pieces)
 
 
 def destructive_word(url: str) -> str | None:
     """The word that makes `url` read like a GET that destroys something of the account it is
     made with (``/delete?id=1``, ``/session/destroy``, ``/tokens/revoke``), or None."""
-    for piece in _decoded_pieces(url):
+    segments, queries = _decoded_pieces(url)
+    for piece in segments + queries:
         found = _DESTRUCTIVE.search(piece)
         if found is not None:
             return (found.group(1) or found.group(2)).lower()

@@ -211,7 +211,7 @@ async def test_three_processes_fetch_each_url_once_and_match_one_process(
     code, out = await run(["status", str(archives[1])])
     assert code == 0, out
     assert "complete" in out.splitlines()[0]
-    assert f"done {len(expected)}, queued 0" in out
+    assert f"done {len(expected):,}, queued 0" in out
     code, out = await run(["status", str(archives[2]), "--json"])
     status = json.loads(out)
     assert (status["state"], status["frontier"], status["done"]) == ("complete", "redis", len(expected))

@@ -253,7 +253,7 @@ async def test_a_crawl_finds_pages_only_listed_in_sitemaps(
     assert crawl.stats["sitemap.urls"] == 3
 
 
-PUBLIC = ("archiver.config", "archiver.settings", "archiver.stash")
+PUBLIC = ("archiver.api",)
 
 
 def test_the_plugin_uses_only_the_public_api() -> None:

@@ -34,7 +34,7 @@ def _format_for(output: Path, given: str | None) -> str:
     suffix = output.suffix.lower()
     if suffix in _NOT_WRITTEN and not output.is_dir():
         raise UsageError(
-            f"{output}: export writes a folder or a .zip, .wacz, .zim or .epub file, not a {suffix} file:"
+            f"{output}: export writes a folder, a .zip, .wacz, .zim or .epub file, not a {suffix} file:"
             f" pack the folder it writes yourself (or give --format dir for a folder named {output.name})"
         )
     return _SUFFIX_FORMATS.get(suffix, "dir")
