@@ -151,6 +151,7 @@ def test_hostile_markup_gives_well_formed_chapters() -> None:
     html = (
         "<title>Bad \x01 title</title><body><main><p id='a'>one\x0b</p><p id='a'>dup</p>"
         "<p id='1bad'>x</p><a id='anchor'>kept</a> <a href='#anchor'>to anchor</a>"
+        "<a href='http://['>not a URL</a><img src='http://[x' alt='bad src'>"
         "<a href='/x'>outer <a href='/y'>inner</a></a><li>loose</li><td>cell</td>"
         "<dd>term</dd><figcaption>cap</figcaption><p><a href='/z'><h2>heading in link</h2></a></p>"
         f"{deep}<img src='data:image/png;base64,AAAA' alt='inline'><img src='/i.png'></main></body>"
@@ -159,6 +160,7 @@ def test_hostile_markup_gives_well_formed_chapters() -> None:
     assert chapter is not None and chapter.title == "Bad  title"
     root = ElementTree.fromstring(f"<body>{chapter.body}</body>")
     text = "".join(root.itertext())
+    assert "not a URL" in text and "bad src" in text
     assert "deep text" in text and "inline" in text and "\x01" not in text and "\x0b" not in text
     ids = [node.get("id") for node in root.iter() if node.get("id")]
     assert ids == ["a", "anchor"]

@@ -66,6 +66,14 @@ LinkTarget = Callable[[str], str | None]
 """An absolute URL -> the href it becomes in the book (None: no link)."""
 
 
+def _join(base: str, raw: str) -> str | None:
+    """`raw` resolved against `base`, or None when it is not a URL urljoin can read ("http://[")."""
+    try:
+        return urljoin(base, raw)
+    except ValueError:
+        return None
+
+
 def _text(value: str) -> str:
     """`value` escaped for XHTML, without the characters XML forbids."""
     return escape(_CONTROL.sub("", value), quote=True)
@@ -151,7 +159,8 @@ class _Writer:
             found["id"] = identifier  # taken when the element is written
         if tag == "a":
             raw = (node.attributes.get("href") or "").strip()
-            href = self.page(urljoin(self.base, raw)) if raw and not raw.startswith("#") else None
+            target = _join(self.base, raw) if raw and not raw.startswith("#") else None
+            href = self.page(target) if target is not None else None
             if raw.startswith("#") and len(raw) > 1:
                 href = raw  # checked against the chapter's ids once it is written
             if href is not None:
@@ -165,7 +174,8 @@ class _Writer:
 
     def _img(self, node: LexborNode) -> None:
         raw = (node.attributes.get("src") or "").strip()
-        src = self.image(urljoin(self.base, raw)) if raw and not raw.startswith("data:") else None
+        target = _join(self.base, raw) if raw and not raw.startswith("data:") else None
+        src = self.image(target) if target is not None else None
         if src is None:
             alt = (node.attributes.get("alt") or "").strip()
             if alt:
@@ -184,7 +194,8 @@ def chapter_of(html: str, url: str, page: LinkTarget, image: LinkTarget) -> Chap
     title_node = tree.css_first("title")
     title = " ".join(title_node.text(deep=True).split()) if title_node is not None else ""
     base_node = tree.css_first("base[href]")
-    base = urljoin(url, (base_node.attributes.get("href") or "").strip()) if base_node is not None else url
+    base = _join(url, (base_node.attributes.get("href") or "").strip()) if base_node is not None else url
+    base = base or url
     body = tree.body
     if body is None:
         return None

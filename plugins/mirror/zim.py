@@ -108,7 +108,8 @@ def _icon_url(warcs: WarcArchive, plan: Plan, page_url: str) -> str | None:
     candidates = []
     for match in _ICON_LINK.finditer(head):
         raw = next(group for group in match.groups() if group is not None)
-        candidates.append(urljoin(page_url, unescape(raw.decode("utf-8", "replace")).strip()))
+        with contextlib.suppress(ValueError):  # an href urljoin cannot read ("http://[")
+            candidates.append(urljoin(page_url, unescape(raw.decode("utf-8", "replace")).strip()))
     parts = urlsplit(page_url)
     candidates.append(f"{parts.scheme}://{parts.netloc}/favicon.ico")
     for candidate in candidates:
