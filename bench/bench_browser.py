@@ -6,7 +6,10 @@ off), each run in a fresh subprocess, next to a reference crawl without the brow
 the same command.  For each run: pages rendered, wall seconds, rendered pages per second,
 all pages per second, CPU seconds of the whole tree, and the peak RSS of the Chromium
 processes (every process whose command line names chromium), of Playwright's driver (node)
-and of the whole tree, sampled from /proc every 100 ms.
+and of the whole tree, sampled from /proc every 100 ms.  After each browser run, the plain
+Playwright loop (bench.playwright_loop: goto until the network is idle, read the DOM) over as
+many of the site's pages at the same tab count, in the same command: the `vs plain` column is
+the browser run's rendered pages per second over the loop's.
 
     python -m bench.bench_browser                       # 2,000-page site, tabs 1, 2, 4
     python -m bench.bench_browser --max-pages 300       # stop queueing after 300 URLs
@@ -22,6 +25,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -147,6 +151,38 @@ def measure(name: str, tabs: int, command: list[str], workdir: Path, timeout: fl
     )
 
 
+def plain_loop(name: str, tabs: int, urls: list[str], workdir: Path, timeout: float) -> Run:
+    """The reference: bench.playwright_loop over `urls` with `tabs` tabs, in a fresh process."""
+    listing = workdir / f"{name}.urls"
+    listing.write_text("".join(f"{url}\n" for url in urls))
+    command = [sys.executable, "-m", "bench.playwright_loop", str(listing), "--tabs", str(tabs)]
+    out, err = workdir / f"{name}.out", workdir / f"{name}.err"
+    ran = run_sampled(command, out, err, timeout)
+    if ran.code != 0:
+        raise SystemExit(f"{name}: the Playwright loop failed; see {err}")
+    loaded = int(json.loads(out.read_text())["pages"])
+    mb = 1024 * 1024
+    return Run(
+        name=name,
+        tabs=tabs,
+        pages=loaded,
+        rendered=loaded,
+        wall_seconds=ran.wall_seconds,
+        cpu_seconds=ran.cpu_seconds,
+        peak_browser_rss_mb=ran.peak["browser"] / mb,
+        peak_driver_rss_mb=ran.peak["driver"] / mb,
+        peak_tree_rss_mb=ran.peak["tree"] / mb,
+        notes=0,
+    )
+
+
+def page_urls(site: Path, origin: str) -> list[str]:
+    """The site's HTML pages that answer 200, as absolute URLs on `origin`."""
+    expected = json.loads((site / "expected.json").read_text())
+    paths = [path for path, url in expected["urls"].items() if url["kind"] == "page" and url["status"] == 200]
+    return [origin.rstrip("/") + path for path in paths]
+
+
 def site_for(pages: int, seed: int, cache: Path) -> Path:
     out = cache / f"site-{pages}-{seed}"
     expected = out / "expected.json"
@@ -184,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
                 archive = workdir / f"tabs-{tabs}"
                 command = crawl_command(nginx.url, archive, args.concurrency, "sqlite", plain)
                 command += [*limit, "--browser", "--browser-tabs", str(tabs)]
-                runs.append(measure(f"browser, {tabs} tab(s)", tabs, command, workdir, args.timeout))
+                run = measure(f"browser, {tabs} tab(s)", tabs, command, workdir, args.timeout)
+                runs.append(run)
+                urls = page_urls(site, nginx.url)[: max(run.rendered, 1)]
+                runs.append(plain_loop(f"plain Playwright, {tabs} tab(s)", tabs, urls, workdir, args.timeout))
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -193,16 +232,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"site: {args.pages} pages (seed {args.seed}), max_pages {args.max_pages or 'none'}; load {load}")
     print(
         "| run | pages | rendered | wall s | pages/s | rendered/s | ratio pages/s | CPU s |"
-        " Chromium peak RSS MB | driver MB | tree MB |"
+        " Chromium peak RSS MB | driver MB | tree MB | vs plain |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    loops = {run.tabs: run for run in runs if run.name.startswith("plain")}
     for run in runs:
         ratio = run.pages_per_second / reference.pages_per_second
+        versus = ""
+        if run.name.startswith("browser") and run.tabs in loops:
+            versus = f"{run.rendered_per_second / loops[run.tabs].rendered_per_second:.2f}"
         print(
             f"| {run.name} | {run.pages} | {run.rendered} | {run.wall_seconds:.1f} |"
             f" {run.pages_per_second:.2f} | {run.rendered_per_second:.2f} | {ratio:.3f} |"
             f" {run.cpu_seconds:.1f} | {run.peak_browser_rss_mb:.0f} | {run.peak_driver_rss_mb:.0f} |"
-            f" {run.peak_tree_rss_mb:.0f} |"
+            f" {run.peak_tree_rss_mb:.0f} | {versus} |"
         )
     if args.output:
         figures: dict[str, Any] = {"load_before": load, "load_after": os.getloadavg(), "args": vars(args)}

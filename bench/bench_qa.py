@@ -5,7 +5,10 @@ Generates (or reuses) the bench site (bench.sitegen), serves it with nginx (benc
 crawls it once (links + WARC; `--max-pages` URLs at most), then runs
 `archiver qa ARCHIVE --sample N --tabs T --json` for each tab count, each in a fresh
 subprocess, sampling /proc every 100 ms.  The first tab count is the reference of the ratio
-column.  QA of the bench site must find nothing missing (its pages load only what their HTML
+column.  While the site is served, the plain Playwright loop (bench.playwright_loop: goto until
+the network is idle, read the DOM) over as many of its pages at each tab count is the reference
+of the `vs plain` column (QA's pages per second over the loop's).  QA of the bench site must
+find nothing missing (its pages load only what their HTML
 and CSS name, which the crawl fetches): the `missing` column says whether it did.
 
     python -m bench.bench_qa                                   # 2,000-page site, 40 pages, tabs 1 and 2
@@ -26,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import server as bench_server
-from bench.bench_browser import run_sampled, site_for
+from bench.bench_browser import Run as LoopRun
+from bench.bench_browser import page_urls, plain_loop, run_sampled, site_for
 from bench.sitegen import DEFAULT_SEED
 from bench.tools import crawl_command
 
@@ -95,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-qa-"))
     archive = workdir / "archive"
     runs: list[Run] = []
+    loops: dict[int, LoopRun] = {}
+    tab_counts = [int(t) for t in args.tabs.split(",")]
     load_before = os.getloadavg()
     try:
         with bench_server.serving(site) as nginx:
@@ -102,8 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.max_pages:
                 command += ["--max-pages", str(args.max_pages)]
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL, timeout=args.timeout)
+            urls = page_urls(site, nginx.url)[: args.sample]
+            for tabs in tab_counts:
+                loops[tabs] = plain_loop(f"plain-{tabs}", tabs, urls, workdir, args.timeout)
         # the site is stopped: QA must not need it
-        for tabs in (int(t) for t in args.tabs.split(",")):
+        for tabs in tab_counts:
             runs.append(measure(archive, args.sample, tabs, workdir, args.timeout))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -115,19 +124,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before {load_before}, after {load_after}")
     print(
         "| tabs | pages | complete | missing | wall s | pages/s/tab | ratio | CPU s |"
-        " tree peak RSS MB | Chromium MB | driver MB |"
+        " tree peak RSS MB | Chromium MB | driver MB | plain pages/s | plain tree MB | vs plain |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
+        loop = loops[run.tabs]
         ratio = run.per_second_per_tab / reference.per_second_per_tab
         print(
             f"| {run.tabs} | {run.pages} | {run.complete} | {run.missing} | {run.wall_seconds:.1f} |"
             f" {run.per_second_per_tab:.2f} | {ratio:.2f} | {run.cpu_seconds:.1f} |"
             f" {run.peak_tree_rss_mb:.0f} | {run.peak_browser_rss_mb:.0f} | {run.peak_driver_rss_mb:.0f} |"
+            f" {loop.pages_per_second:.2f} | {loop.peak_tree_rss_mb:.0f} |"
+            f" {run.pages / run.wall_seconds / loop.pages_per_second:.2f} |"
         )
     if args.output:
         figures: dict[str, Any] = {"load_before": load_before, "load_after": load_after, "args": vars(args)}
         figures["runs"] = [asdict(run) for run in runs]
+        figures["plain_playwright"] = [asdict(loop) for loop in loops.values()]
         args.output.write_text(json.dumps(figures, indent=2, default=str) + "\n")
     return 0
 

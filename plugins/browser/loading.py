@@ -28,6 +28,7 @@ from archiver.api import SharedIdentity
 
 from .cache import Answer
 from .memory import POLL_SECONDS, MemoryWatchdog, js_flags
+from .screenshots import page_png
 from .settings import BrowserSettings
 
 log = logging.getLogger("archiver.browser")
@@ -53,8 +54,6 @@ CHROMIUM_ARGS = [
 ]
 
 VIEWPORT = {"width": 1280, "height": 800}
-FULL_PAGE_MAX_HEIGHT = 8000
-"""Taller pages get a screenshot of the first screen only (a PNG stays a few MB at most)."""
 IDLE_AFTER_SCROLL = 2.0
 FINISH_SECONDS = 3.0
 """Of `page_timeout`, what is kept for the DOM, the links and the screenshot after the wait for
@@ -91,7 +90,13 @@ HISTORY_SCRIPT = """
 
 SCROLL_SCRIPT = """
 async (rounds) => {
-  const pause = () => new Promise((resolve) => setTimeout(resolve, 250));
+  // two frames (lazy loading by IntersectionObserver answers in one), then a margin for scroll handlers
+  const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+  const pause = async () => {
+    await frame();
+    await frame();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  };
   for (let i = 0; i < rounds; i++) {
     const root = document.scrollingElement || document.documentElement;
     const height = root.scrollHeight;
@@ -112,11 +117,11 @@ LINKS_SCRIPT = """
   }
   for (const url of (window.__archiverStates || [])) found.add(url);
   found.add(location.href);
-  return [...found].filter((url) => url.startsWith('http:') || url.startsWith('https:'));
+  const links = [...found].filter((url) => url.startsWith('http:') || url.startsWith('https:'));
+  return [links, window.__archiverPopups || []];
 }
 """
-
-HEIGHT_SCRIPT = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+"""The page's links and the pop-ups it tried to open, in one round trip."""
 
 
 class ResolverRefused(Exception):
@@ -358,8 +363,10 @@ class PageSession:
             await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
             await self._quiet(time.monotonic() + min(self.settings.idle_timeout, IDLE_AFTER_SCROLL))
         await self._answers_in()
-        self.result.links += _strings(await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS))
-        for url in _strings(await page.evaluate("() => window.__archiverPopups || []"))[:5]:
+        found = await page.evaluate(LINKS_SCRIPT, MAX_DOM_LINKS)
+        links, popups = found if isinstance(found, list) and len(found) == 2 else ([], [])
+        self.result.links += _strings(links)
+        for url in _strings(popups)[:5]:
             self.note(f"refused a pop-up window ({url})")
         dom = await page.content()
         if len(dom) > MAX_DOM_CHARS:
@@ -367,9 +374,7 @@ class PageSession:
             return
         self.result.dom = dom
         if self.settings.screenshot:
-            height = await page.evaluate(HEIGHT_SCRIPT)
-            full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
-            self.result.screenshot = await page.screenshot(type="png", full_page=full, animations="disabled")
+            self.result.screenshot = await page_png(page)
 
     async def _answers_in(self) -> None:
         """Wait for the answers the crawl still owes the page (its politeness spaces a host's

@@ -23,14 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from ..browser.loading import (
-    CHROMIUM_ARGS,
-    FULL_PAGE_MAX_HEIGHT,
-    HEIGHT_SCRIPT,
-    SCROLL_SCRIPT,
-    VIEWPORT,
-    until_quiet,
-)
+from ..browser.loading import CHROMIUM_ARGS, SCROLL_SCRIPT, VIEWPORT, until_quiet
+from ..browser.screenshots import page_png
 from ..replay.library import Library
 from ..replay.replay import FRAME, REPLAY_PREFIX, replay_path
 from .compare import SCREEN_SCRIPT, text_of, text_score
@@ -311,15 +305,22 @@ class PageCheck:
         response = await page.goto(
             self.server.page_url(self.capture), wait_until="commit", timeout=self.settings.page_timeout * 1000
         )
+        document: asyncio.Future[str | None] | None = None
         if response is None or response.status >= 400:
             self.note(f"not loaded: the replay answered {response.status if response else 'nothing'}")
-        else:
-            self._document = await self._document_text(response)
-        settle_until = time.monotonic() + self.settings.idle_timeout
-        with contextlib.suppress(PlaywrightTimeout):
-            await page.wait_for_load_state("load", timeout=idle_ms)
-        if not await self._quiet(settle_until):
-            self.note(f"network never went quiet within {self.settings.idle_timeout:g} s")
+        else:  # read while the page loads: the body is whole long before the page is quiet
+            document = asyncio.ensure_future(self._document_text(response))
+        try:
+            settle_until = time.monotonic() + self.settings.idle_timeout
+            with contextlib.suppress(PlaywrightTimeout):
+                await page.wait_for_load_state("load", timeout=idle_ms)
+            if not await self._quiet(settle_until):
+                self.note(f"network never went quiet within {self.settings.idle_timeout:g} s")
+            if document is not None:
+                self._document = await document
+        finally:
+            if document is not None and not document.done():
+                document.cancel()
         if self.settings.scroll_rounds:
             await page.evaluate(SCROLL_SCRIPT, self.settings.scroll_rounds)
             await self._quiet(time.monotonic() + min(self.settings.idle_timeout, 2.0))
@@ -329,9 +330,7 @@ class PageCheck:
         dom = await page.content()
         self.result.text_score = self._text_score(dom)
         if self.capture.screenshot is not None:
-            height = await page.evaluate(HEIGHT_SCRIPT)
-            full = isinstance(height, int | float) and height <= FULL_PAGE_MAX_HEIGHT
-            shot = await page.screenshot(type="png", full_page=full, animations="disabled")
+            shot = await page_png(page, cdp)
             self.result.screenshot_score = score = await self.compare(self.capture.screenshot, shot)
             if score is not None and score < KEEP_SCREENSHOT_BELOW and self.keep is not None:
                 self.result.replay_screenshot = await asyncio.to_thread(
