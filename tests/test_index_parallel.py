@@ -25,13 +25,17 @@ PLUGINS = ("links", "warc", "index")
 QUERIES = ("word7", "page", "here", "word1 OR word2", '"page 12"', "title:page", "p4")
 
 
-def results(archive: Path) -> dict[str, list[tuple[float, str, str]]]:
-    """(score, url, title) of every hit of each query, sorted: equal scores may come in
-    another order when the documents sit in other segments."""
+def results(archive: Path) -> dict[str, list[list[tuple[str, str]]]]:
+    """The ranking each query gives: its hits in groups of equal score, best first, each group's
+    (url, title) sorted.  Equal scores may come in another order when the documents sit in other
+    segments, and the scores themselves move a little where a replaced page's older document
+    still counts in tantivy's statistics until its segment is merged; the ranking does not."""
     found = {}
     for query in QUERIES:
-        hits = search(archive, query, limit=500, with_snippets=False).hits
-        found[query] = sorted((round(hit.score, 6), hit.url, hit.title) for hit in hits)
+        groups: dict[float, list[tuple[str, str]]] = {}
+        for hit in search(archive, query, limit=500, with_snippets=False).hits:
+            groups.setdefault(round(hit.score, 4), []).append((hit.url, hit.title))
+        found[query] = [sorted(group) for _, group in sorted(groups.items(), reverse=True)]
     return found
 
 

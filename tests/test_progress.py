@@ -49,7 +49,7 @@ async def test_progress_names_the_pace_and_the_catch_up_in_80_columns(site: Site
 async def test_ctrl_c_during_the_catch_up_says_what_waits_and_how_to_index_it(
     site: Site, tmp_path: Path
 ) -> None:
-    words = " ".join(f"word{n}" for n in range(15_000))
+    words = " ".join(f"word{n}" for n in range(60_000))
     site.fan(2 * PAGES, body=f"<html><body><p>{words}</p></body></html>")
     config = tmp_path / "c.toml"
     config.write_text("[plugins.index]\ncrawl_share = 0.01\nbatch_size = 5\nprocesses = 1\n")
@@ -88,7 +88,7 @@ def test_the_progress_line_and_the_summary_give_bytes_in_one_unit() -> None:
 async def test_the_catch_up_counts_the_pages_left_when_a_crawl_ends_fast(site: Site, tmp_path: Path) -> None:
     """A crawl shorter than the spool's half-second check: the count the catch-up starts
     from is the spool's as the last page left it, never one taken earlier."""
-    site.fan(60, body="<html><body><p>" + " ".join(f"w{n}" for n in range(3000)) + "</p></body></html>")
+    site.fan(60, body="<html><body><p>" + " ".join(f"w{n}" for n in range(30_000)) + "</p></body></html>")
     config = tmp_path / "c.toml"
     config.write_text("[plugins.index]\ncrawl_share = 0.01\n")
     args = ["crawl", site.url("/"), "-o", "a", "-c", str(config), "--delay", "0", "--ignore-robots"]

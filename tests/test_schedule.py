@@ -93,19 +93,20 @@ async def test_a_busy_host_does_not_hold_a_ready_one(frontier: Frontier) -> None
     frontier.use_limiter(limiter(delay=0.3, per_host_concurrency=1))
     await frontier.add(items("a", "1", "2", "3"))
     first = await frontier.get()
+    handed_out = time.monotonic()
     assert first is not None and first.url == "http://a/1"
     waiting = asyncio.create_task(frontier.get())
     await asyncio.sleep(0.05)
     assert not waiting.done()  # a's only slot is busy
     await frontier.add(items("b", "1"))
-    other = await asyncio.wait_for(waiting, 0.1)
+    other = await asyncio.wait_for(waiting, 5)
     assert other is not None and other.url == "http://b/1"
-    started = time.monotonic()
     await frontier.done(first)
     await frontier.done(other)
     second = await frontier.get()
     assert second is not None and second.url == "http://a/2"
-    assert time.monotonic() - started >= 0.3 - 0.05 - TOLERANCE  # a's gap, counted from its hand-out
+    # a's gap, counted from its hand-out (a loaded machine only lengthens what is measured)
+    assert time.monotonic() - handed_out >= 0.3 - TOLERANCE
     await frontier.done(second)
     await frontier.close()
 
