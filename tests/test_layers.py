@@ -38,10 +38,6 @@ DECLARED = {
     ("qa", "mirror"): "a QA export writes into an export folder and keeps the mirror's manifest",
 }
 """The only imports from one plugin into another, each with its reason."""
-PENDING_CYCLE_EDGES: dict[tuple[str, str], str] = {}
-"""Edges of a module cycle known and being removed (none now)."""
-PENDING_SPELLINGS: tuple[str, ...] = ()
-"""Plugins that still spell archive-folder names themselves (the index engine is being rewritten)."""
 
 
 def module_name(path: Path) -> str:
@@ -138,9 +134,6 @@ def test_no_import_cycle_anywhere() -> None:
     graph = import_graph()
     assert "archiver.crawler" in graph and "archiver.runner" in graph["archiver.commands.crawl"]
     assert "plugins.qa.pages" in graph and "plugins.archive_reader.reader" in graph["plugins.mirror.export"]
-    for importer, imported in PENDING_CYCLE_EDGES:
-        assert imported in graph[importer], f"{importer} -> {imported} is gone: drop it from the table"
-        graph[importer] = graph[importer] - {imported}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -276,11 +269,7 @@ def spellings(path: Path) -> Iterator[str]:
 
 def test_archive_folder_names_are_spelled_in_the_layout_only() -> None:
     assert {"crawl.toml", "report.json", "state.sqlite"} <= ARCHIVE_FILES and "warc" in ARCHIVE_FOLDERS
-    paths = [
-        path
-        for path in source_paths()
-        if path.name != "layout.py" and path.relative_to(PLUGINS.parent).parts[1] not in PENDING_SPELLINGS
-    ]
+    paths = [path for path in source_paths() if path.name != "layout.py"]
     found = [f"{path.relative_to(PACKAGE.parent)}: {where}" for path in paths for where in spellings(path)]
     assert found == []
 
