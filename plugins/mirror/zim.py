@@ -40,7 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTRA_HINT", "ZimSink", "load_libzim", "open_zim"]
 
-EXTRA_HINT = "ZIM export needs the optional extra zim: pip install 'site-archiver[zim]' (libzim, GPL-3.0)"
+EXTRA_HINT = (
+    "ZIM export needs the optional extra zim: pip install -e '.[zim]' in a clone of archiver,"
+    " or pip install 'libzim>=3.2,<3.3' 'pillow>=10' (libzim is GPL-3.0)"
+)
 TITLE_CHARS = 30
 """The longest Title the ZIM metadata conventions allow (zimcheck reports a longer one)."""
 DESCRIPTION_CHARS = 80
