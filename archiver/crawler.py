@@ -81,7 +81,7 @@ class Crawler:
         hooks: Hooks,
         frontier: Frontier,
         archive: Path,
-        requisites: Sequence[tuple[str, str]] | None = None,
+        seed_requisites: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self.config = config
         self.hooks = hooks
@@ -112,7 +112,7 @@ class Crawler:
         self.limits = CrawlLimits(self.crawl, archive, self._stopping)
         self.control = LiveControl(self)
         self.retries = Retries(self.crawl, self.limiter, self._send)
-        self.admission = Admission(self.crawl, frontier, self.rules, self.traps, self.log, requisites)
+        self.admission = Admission(self.crawl, frontier, self.rules, self.traps, self.log, seed_requisites)
         self.requisites = Requisites(
             self.crawl, frontier, self.admission, self._process, self._follow_redirect
         )

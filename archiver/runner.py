@@ -61,11 +61,11 @@ async def run_crawl(
     install_signals: bool = False,
     show_progress: bool = False,
     mode: Mode = "crawl",
-    requisites: Sequence[tuple[str, str]] | None = None,
+    seed_requisites: Sequence[tuple[str, str]] | None = None,
 ) -> Crawl:
     """Run one crawl to its end (or until SIGINT/SIGTERM when `install_signals`).
 
-    `requisites`, (url, page) pairs, are queued instead of the roots, each as a requisite of
+    `seed_requisites`, (url, page) pairs, are queued instead of the roots, each as a requisite of
     its page: what a QA patch fetches, under the rules of the archive's own crawl.
 
     A first signal stops the crawl gracefully; a second cancels the fetches in flight.
@@ -75,7 +75,7 @@ async def run_crawl(
     created = bool(config.output) and _missing(Path(config.output))
     try:
         with ArchiveLock(Path(config.output)) if config.output else contextlib.nullcontext():
-            return await _run_in_archive(config, hooks, install_signals, show_progress, mode, requisites)
+            return await _run_in_archive(config, hooks, install_signals, show_progress, mode, seed_requisites)
     except (ConfigError, FrontierUnreachable):
         if created:
             _remove_if_unstarted(Path(config.output))
@@ -108,11 +108,11 @@ async def _run_in_archive(
     install_signals: bool,
     show_progress: bool,
     mode: Mode,
-    requisites: Sequence[tuple[str, str]] | None,
+    seed_requisites: Sequence[tuple[str, str]] | None,
 ) -> Crawl:
     """The crawl of `run_crawl` once its archive is locked."""
     archive = prepare_archive(config)
-    crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive, requisites)
+    crawler = Crawler(config, hooks, make_frontier(config, archive, hooks), archive, seed_requisites)
     crawler.crawl.mode = mode
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_when_exhausted)

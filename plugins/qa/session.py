@@ -131,7 +131,7 @@ def _crawl(config: Any, wanted: list[tuple[str, str]], bar: bool) -> Crawl:
                     install_signals=True,
                     show_progress=bar,
                     mode="patch",
-                    requisites=wanted,
+                    seed_requisites=wanted,
                 )
             )
     except* ArchiverError as group:
