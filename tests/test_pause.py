@@ -118,7 +118,7 @@ async def pause_then_resume(
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("tasks", [1, 10, 32])
 async def test_pause_stops_new_requests_at_once_sqlite(site: Site, tmp_path: Path, tasks: int) -> None:
-    server = Arrivals(site, pages=30 + 40 * tasks)
+    server = Arrivals(site, pages=10 + 4 * tasks)  # as many left as the pause waits for
     archive = tmp_path / "a"
     politeness = ["--ignore-robots", "--delay", "0", "--per-host-concurrency", "64"]
     crawl = await start_archiver(
@@ -133,7 +133,7 @@ async def test_pause_stops_new_requests_at_once_sqlite(site: Site, tmp_path: Pat
 async def test_pause_from_one_process_holds_a_shared_crawl(
     site: Site, redis_server: RedisServer, tmp_path: Path, tasks: int
 ) -> None:
-    server = Arrivals(site, pages=30 + 80 * tasks)
+    server = Arrivals(site, pages=10 + 8 * tasks)
     crawl_id = f"pause{tasks}"
     shared = ["--frontier", redis_server.url, "--crawl-id", crawl_id, "--plugin", "archiver_plugins.redis"]
     politeness = ["--ignore-robots", "--delay", "0", "--per-host-concurrency", "64"]
@@ -160,7 +160,7 @@ async def test_stop_and_host_pause_hold_at_once_and_nothing_is_fetched_twice(
     site: Site, tmp_path: Path, verb: str
 ) -> None:
     tasks = 10
-    server = Arrivals(site, pages=30 + 40 * tasks)
+    server = Arrivals(site, pages=10 + 4 * tasks)
     archive = tmp_path / "a"
     politeness = ["--ignore-robots", "--delay", "0", "--per-host-concurrency", "64"]
     args = [*politeness, "--max-tasks", str(tasks), *PLUGINS]
