@@ -18,6 +18,22 @@ from aiohttp.test_utils import TestServer
 from interop_site import REPLAYWEB_DIR
 
 WAIT_MS = 30_000
+FIND_FRAME = """(url) => {
+          const find = (root) => {
+            for (const frame of root.querySelectorAll('iframe')) {
+              try {
+                if (frame.contentWindow.location.href.endsWith('mp_/' + url)) return true;
+                if (frame.contentDocument && find(frame.contentDocument)) return true;
+              } catch (e) {}
+            }
+            for (const el of root.querySelectorAll('*')) {
+              if (el.shadowRoot && find(el.shadowRoot)) return true;
+            }
+            return false;
+          };
+          return find(document);
+        }"""
+"""True once a frame, however deep in the embed's frames and shadow roots, shows `url`."""
 
 
 @asynccontextmanager
@@ -54,26 +70,18 @@ async def serve_replayweb(wacz: Path) -> AsyncIterator[str]:
 
 
 async def replay_frame(page: Any, url: str) -> Any:
-    """The frame, nested inside the embed, where ReplayWeb.page shows the archived `url`."""
-    handle = await page.wait_for_function(
-        """(url) => {
-          const find = (root) => {
-            for (const frame of root.querySelectorAll('iframe')) {
-              try {
-                if (frame.contentWindow.location.href.endsWith('mp_/' + url)) return true;
-                if (frame.contentDocument && find(frame.contentDocument)) return true;
-              } catch (e) {}
-            }
-            for (const el of root.querySelectorAll('*')) {
-              if (el.shadowRoot && find(el.shadowRoot)) return true;
-            }
-            return false;
-          };
-          return find(document);
-        }""",
-        arg=url,
-        timeout=WAIT_MS,
-    )
+    """The frame, nested inside the embed, where ReplayWeb.page shows the archived `url`.
+
+    A page whose service worker was still installing when the embed asked for the archive
+    can stay blank until it is loaded again, as a reader would reload it: once, after half
+    the wait."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        handle = await page.wait_for_function(FIND_FRAME, arg=url, timeout=WAIT_MS // 2)
+    except PlaywrightTimeout:
+        await page.reload()
+        handle = await page.wait_for_function(FIND_FRAME, arg=url, timeout=WAIT_MS)
     await handle.dispose()
     for frame in page.frames:
         if frame.url.endswith("mp_/" + url):
